@@ -1,0 +1,21 @@
+"""AgentGym core: hookspecs, plugin manager, registries, config, env protocol, agent and rollout.
+
+Import-light by design: nothing here imports torch.
+"""
+from __future__ import annotations
+
+__version__ = "0.1.0"
+
+from .env.base import BaseEnv
+from .errors import AgentGymError, ConfigError, PluginLoadError, UnknownNameError
+from .hookspecs import hookimpl
+
+__all__ = [
+    "AgentGymError",
+    "BaseEnv",
+    "ConfigError",
+    "PluginLoadError",
+    "UnknownNameError",
+    "__version__",
+    "hookimpl",
+]

@@ -1,0 +1,1 @@
+"""The ``agentgym`` command line. Subcommands live in their own modules and load lazily."""

@@ -1,0 +1,211 @@
+"""Compose a run config: YAML files + dotlist overrides, validated against dataclasses.
+
+    cfg = load_config(["configs/quickstart.yaml"], ["trainer.lr=1e-6", "scheduler.rounds=[6,13,20]"])
+
+Every section is checked before anything starts: an unknown key names its full path and
+the closest valid key; a wrong type or bad value names the key and what is expected; an
+unknown component name lists what is installed.
+"""
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Iterable, Sequence
+from pathlib import Path
+from typing import Any
+
+from omegaconf import DictConfig, ListConfig, OmegaConf
+from omegaconf.errors import OmegaConfBaseException
+
+from .errors import AgentGymError, ConfigError, UnknownNameError, did_you_mean
+from .sections import DEFAULT_REWARDS, SECTIONS, SectionSpec
+
+
+def load_config(
+    files: str | Path | Sequence[str | Path] | None = None,
+    overrides: Iterable[str] = (),
+    manager: Any = None,
+) -> DictConfig:
+    """Merge *files* (in order) then *overrides* and validate. Returns a read-only DictConfig."""
+    raw = compose_raw(files, overrides)
+    return validate(raw, manager)
+
+
+def compose_raw(files: str | Path | Sequence[str | Path] | None, overrides: Iterable[str] = ()) -> DictConfig:
+    """Merge YAML files and dotlist overrides without validating."""
+    if files is None:
+        files = []
+    elif isinstance(files, (str, Path)):
+        files = [files]
+    merged = OmegaConf.create({})
+    for f in files:
+        path = Path(f)
+        if not path.is_file():
+            raise ConfigError(f"config file {str(path)!r} does not exist")
+        try:
+            loaded = OmegaConf.load(path)
+        except Exception as exc:
+            raise ConfigError(f"config file {str(path)!r} is not valid YAML: {exc}") from exc
+        if not isinstance(loaded, DictConfig):
+            raise ConfigError(f"config file {str(path)!r} must hold a mapping of sections, not a list")
+        merged = OmegaConf.merge(merged, loaded)
+    overrides = list(overrides)
+    for item in overrides:
+        if "=" not in item:
+            raise ConfigError(f"override {item!r} must look like key.path=value (e.g. trainer.lr=1e-6)")
+    try:
+        dot = OmegaConf.from_dotlist(overrides)
+    except OmegaConfBaseException as exc:
+        raise ConfigError(f"cannot parse overrides {overrides}: {exc}") from exc
+    # A shorthand section given as a scalar (``backend: cpu``) becomes {name: cpu} before merging.
+    merged = _normalise_shorthands(merged)
+    dot = _normalise_shorthands(dot)
+    return OmegaConf.merge(merged, dot)
+
+
+def _normalise_shorthands(cfg: DictConfig) -> DictConfig:
+    data = OmegaConf.to_container(cfg, resolve=False)
+    assert isinstance(data, dict)
+    for key, spec in SECTIONS.items():
+        value = data.get(key)
+        if spec.kind and not spec.is_list and isinstance(value, str):
+            data[key] = {"name": value}
+        if spec.is_list and isinstance(value, list):
+            data[key] = [{"name": v} if isinstance(v, str) else v for v in value]
+    return OmegaConf.create(data)
+
+
+def validate(raw: DictConfig, manager: Any = None) -> DictConfig:
+    """Check every section of *raw* and fill defaults. Raises :class:`ConfigError`."""
+    if manager is None:
+        from .plugins import get_plugin_manager
+
+        manager = get_plugin_manager()
+    for key in raw:
+        if key not in SECTIONS:
+            raise ConfigError(
+                f"unknown config section {key!r}.{did_you_mean(str(key), SECTIONS)} "
+                f"Valid sections: {', '.join(SECTIONS)}"
+            )
+    out: dict[str, Any] = {}
+    for key, spec in SECTIONS.items():
+        given = key in raw
+        value = raw[key] if given else None
+        if spec.is_list:
+            items = value if given else OmegaConf.create(DEFAULT_REWARDS)
+            if not isinstance(items, ListConfig):
+                raise ConfigError(f"config key {key!r} must be a list of {{name: ..., weight: ...}} items")
+            out[key] = [
+                _validate_section(f"{key}[{i}]", spec, item, manager, explicit=True)
+                for i, item in enumerate(items)
+            ]
+            continue
+        if spec.kind and not given and spec.default_name is None:
+            continue  # e.g. no env section: commands that need one say so
+        if value is not None and not isinstance(value, DictConfig):
+            raise ConfigError(f"config section {key!r} must be a mapping, got {value!r}")
+        section = value if value is not None else OmegaConf.create({})
+        out[key] = _validate_section(key, spec, section, manager, explicit=given)
+    cfg = OmegaConf.create(out)
+    OmegaConf.set_readonly(cfg, True)
+    return cfg
+
+
+def _validate_section(path: str, spec: SectionSpec, section: Any, manager: Any, explicit: bool) -> dict:
+    if not isinstance(section, DictConfig):
+        raise ConfigError(f"config key {path!r} must be a mapping, got {section!r}")
+    if spec.kind is None:
+        return _check(path, spec.dataclass, section)
+    name = section.get("name", spec.default_name)
+    if name is None or name == "???":
+        raise ConfigError(f"config key '{path}.name' is required: which {spec.kind[:-1]} to use")
+    frame_fields = {f.name for f in dataclasses.fields(spec.dataclass)}
+    frame_part = {k: v for k, v in section.items() if k in frame_fields}
+    frame_part["name"] = name
+    rest = OmegaConf.create({k: section[k] for k in section if k not in frame_fields})
+    if spec.kind == "backends" and name == "auto":
+        comp_cls = None
+    else:
+        try:
+            entry = manager.registry(spec.kind).get(name)
+        except UnknownNameError as exc:
+            if not explicit:
+                # A default component that is not installed: keep the section, let the command
+                # that needs it fail with this message.
+                return {"name": name}
+            raise ConfigError(f"config key '{path}.name': {exc}") from None
+        try:
+            comp_cls = entry.config_class()
+        except AgentGymError as exc:
+            raise ConfigError(f"config key '{path}.name' ({name!r}): {exc}") from exc
+    valid = frame_fields | ({f.name for f in dataclasses.fields(comp_cls)} if comp_cls else set())
+    for key in rest:
+        if comp_cls is None or key not in valid:
+            hint = did_you_mean(str(key), valid)
+            raise ConfigError(
+                f"unknown config key '{path}.{key}'.{hint} Valid keys under {path} "
+                f"({spec.kind[:-1]} {name!r}): {', '.join(sorted(valid))}"
+            )
+    result = _check(path, spec.dataclass, OmegaConf.create(frame_part))
+    if comp_cls is not None:
+        result.update(_check(path, comp_cls, rest))
+    result["name"] = name
+    return result
+
+
+def _check(path: str, cls: type, section: DictConfig) -> dict:
+    """Validate *section* against dataclass *cls*; return the filled plain dict."""
+    _unknown_keys(path, cls, section)
+    try:
+        merged = OmegaConf.merge(OmegaConf.structured(cls), section)
+        obj = OmegaConf.to_object(merged)  # runs __post_init__ checks
+    except OmegaConfBaseException as exc:
+        key = getattr(exc, "full_key", None) or ""
+        msg = str(exc).splitlines()[0]
+        where = f"{path}.{key}" if key else path
+        raise ConfigError(f"config key '{where}': {msg}") from None
+    except (ValueError, TypeError) as exc:
+        raise ConfigError(f"config section '{path}': {exc}") from None
+    return dataclasses.asdict(obj) if dataclasses.is_dataclass(obj) else dict(obj)
+
+
+def _unknown_keys(path: str, cls: type, section: Any) -> None:
+    if not dataclasses.is_dataclass(cls) or not isinstance(section, DictConfig):
+        return
+    fields = {f.name: f for f in dataclasses.fields(cls)}
+    for key in section:
+        if key not in fields:
+            raise ConfigError(
+                f"unknown config key '{path}.{key}'.{did_you_mean(str(key), fields)} "
+                f"Valid keys under {path}: {', '.join(sorted(fields))}"
+            )
+        sub = fields[key]
+        sub_type = sub.type
+        default = sub.default_factory() if sub.default_factory is not dataclasses.MISSING else sub.default  # type: ignore[misc]
+        if dataclasses.is_dataclass(default):
+            _unknown_keys(f"{path}.{key}", type(default), section[key])
+        elif isinstance(sub_type, type) and dataclasses.is_dataclass(sub_type):
+            _unknown_keys(f"{path}.{key}", sub_type, section[key])
+
+
+def component_options(cfg_section: Any, kind: str, manager: Any) -> dict[str, Any]:
+    """The keyword options for building the component a section selects (frame keys removed)."""
+    spec = next(s for s in SECTIONS.values() if s.kind == kind)
+    data = OmegaConf.to_container(cfg_section, resolve=True) if not isinstance(cfg_section, dict) else dict(cfg_section)
+    frame = {f.name for f in dataclasses.fields(spec.dataclass)}
+    return {k: v for k, v in data.items() if k not in frame}
+
+
+def build_component(manager: Any, kind: str, cfg_section: Any, *args: Any, **extra: Any) -> Any:
+    """Instantiate the component a config section selects, with its options as keywords."""
+    name = cfg_section["name"]
+    options = component_options(cfg_section, kind, manager)
+    options.update(extra)
+    cls = manager.registry(kind).load(name)
+    try:
+        return cls(*args, **options)
+    except (TypeError, ValueError) as exc:
+        raise ConfigError(f"cannot build {kind[:-1]} {name!r} from its config: {exc}") from exc
+
+
+def to_yaml(cfg: DictConfig) -> str:
+    return OmegaConf.to_yaml(cfg, resolve=True)

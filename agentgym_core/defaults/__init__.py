@@ -1,0 +1,1 @@
+"""Core's built-in components, registered through the same hooks as any plugin."""

@@ -1,0 +1,75 @@
+"""The ``fixed`` scheduler, ``success`` reward and ``cpu`` backend."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from agentgym_core.components import Backend, Reward, Scheduler
+
+
+class FixedScheduler(Scheduler):
+    """The same horizon at every step."""
+
+    @dataclass
+    class Config:
+        turns: int = 10
+
+    def __init__(self, turns: int = 10) -> None:
+        if turns < 1:
+            raise ValueError(f"scheduler.turns must be >= 1, got {turns}")
+        self.turns = turns
+
+    def max_turns(self, step: int) -> int:
+        return self.turns
+
+
+class SuccessReward(Reward):
+    """1.0 on the last turn of an episode that succeeded, 0 elsewhere.
+
+    Success is ``info["success"]`` of the last step when the env reports it, else "the
+    episode ended (done) with a positive env reward".
+    """
+
+    @dataclass
+    class Config:
+        pass
+
+    def __call__(self, trajectory: Any) -> list[float]:
+        rewards = [0.0] * len(trajectory.turns)
+        if rewards and trajectory.success:
+            rewards[-1] = 1.0
+        return rewards
+
+
+class CPUBackend(Backend):
+    """The CPU: always available; bf16 autocast where the CPU has native bf16 (AVX512-BF16/AMX)."""
+
+    name = "cpu"
+    dist_backend = "gloo"
+
+    @dataclass
+    class Config:
+        threads: int = 0  # 0: let torch decide
+
+    def __init__(self, threads: int = 0) -> None:
+        self.threads = threads
+
+    def is_available(self) -> tuple[bool, str]:
+        return True, ""
+
+    def device(self, local_rank: int = 0) -> str:
+        return "cpu"
+
+    def supports_bf16(self) -> bool:
+        try:
+            with open("/proc/cpuinfo") as f:
+                flags = f.read()
+        except OSError:
+            return False
+        return "avx512_bf16" in flags or "amx_bf16" in flags
+
+    def setup(self) -> None:
+        if self.threads:
+            import torch
+
+            torch.set_num_threads(self.threads)

@@ -1,0 +1,97 @@
+"""The async interface rollout uses to talk to environments, and its in-process implementation.
+
+``EnvPool`` is what the agent/rollout code sees; :class:`LocalEnvPool` runs ``BaseEnv``
+instances in this process (env calls go to a thread so they never block generation), and
+the HTTP client (``agentgym_core.env.client``) implements the same methods against env
+servers. A session id identifies one env instance for one episode at a time.
+"""
+from __future__ import annotations
+
+import asyncio
+import itertools
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from .base import BaseEnv
+
+
+class EnvPool:
+    """Async access to many env sessions. Implementations: local (in-process) and HTTP."""
+
+    async def create(self) -> str:
+        """Open a session; return its id."""
+        raise NotImplementedError
+
+    async def reset(self, session: str, task_id: int) -> str:
+        """Start task *task_id* in *session*; return the first observation."""
+        raise NotImplementedError
+
+    async def step(self, session: str, action: str, seq: int | None = None) -> tuple[str, float, bool, dict]:
+        """Apply *action*. *seq* (1, 2, ... per episode) makes a retried step apply once."""
+        raise NotImplementedError
+
+    async def close(self, session: str) -> None:
+        """Close *session* (idempotent)."""
+        raise NotImplementedError
+
+    async def info(self) -> dict[str, Any]:
+        """The env's self-description (instruction, action format, split sizes)."""
+        raise NotImplementedError
+
+    async def aclose(self) -> None:
+        """Release the pool itself (connections, processes)."""
+
+
+class LocalEnvPool(EnvPool):
+    """Sessions are ``BaseEnv`` instances in this process; calls run in worker threads."""
+
+    def __init__(self, factory: Callable[[], BaseEnv], name: str = "env") -> None:
+        self.factory = factory
+        self.name = name
+        self._sessions: dict[str, BaseEnv] = {}
+        self._ids = itertools.count()
+        self._describer: BaseEnv | None = None
+
+    async def create(self) -> str:
+        env = await asyncio.to_thread(self.factory)
+        sid = f"{self.name}-{next(self._ids)}"
+        self._sessions[sid] = env
+        return sid
+
+    def _get(self, session: str) -> BaseEnv:
+        try:
+            return self._sessions[session]
+        except KeyError:
+            raise KeyError(f"unknown env session {session!r}") from None
+
+    async def reset(self, session: str, task_id: int) -> str:
+        env = self._get(session)
+        return await asyncio.to_thread(lambda: env.reset(task_id=task_id))
+
+    async def step(self, session: str, action: str, seq: int | None = None) -> tuple[str, float, bool, dict]:
+        env = self._get(session)
+        obs, reward, done, info = await asyncio.to_thread(env.step, action)
+        return obs, float(reward), bool(done), dict(info)
+
+    async def close(self, session: str) -> None:
+        env = self._sessions.pop(session, None)
+        if env is not None:
+            await asyncio.to_thread(env.close)
+
+    def describer(self) -> BaseEnv:
+        if self._describer is None:
+            self._describer = self.factory()
+        return self._describer
+
+    async def info(self) -> dict[str, Any]:
+        return {"name": self.name, **self.describer().describe()}
+
+    def splits(self) -> dict[str, Sequence[int]]:
+        return self.describer().splits()
+
+    async def aclose(self) -> None:
+        for sid in list(self._sessions):
+            await self.close(sid)
+        if self._describer is not None:
+            self._describer.close()
+            self._describer = None

@@ -1,0 +1,145 @@
+"""Every hook AgentGym calls. Plugins implement them with ``@agentgym_core.hookimpl``.
+
+Registration hooks receive a typed :class:`~agentgym_core.registry.Registry` and call
+``registry.add(name, "pkg.module:Class")``. Lifecycle hooks fire during a training run so
+that loggers and callbacks can observe it; they return nothing and must not mutate their
+arguments. Hooks are called by keyword: an implementation may accept a subset of the
+arguments. Full reference with examples: ``docs/plugin_hooks.md``.
+"""
+from __future__ import annotations
+
+from typing import Any
+
+import pluggy
+
+PROJECT = "agentgym"
+
+hookspec = pluggy.HookspecMarker(PROJECT)
+hookimpl = pluggy.HookimplMarker(PROJECT)
+
+
+# -- registration -------------------------------------------------------------------------
+@hookspec
+def register_envs(registry: Any) -> None:
+    """Register environments (:class:`~agentgym_core.env.BaseEnv` subclasses).
+
+    :param registry: the envs :class:`~agentgym_core.registry.Registry`; call
+        ``registry.add("name", "pkg.module:EnvClass")``.
+    Fires once when the plugin manager is built, before any command runs. Returns nothing.
+    """
+
+
+@hookspec
+def register_rewards(registry: Any) -> None:
+    """Register reward functions (:class:`~agentgym_core.components.Reward` subclasses).
+
+    :param registry: the rewards registry; ``registry.add("name", "pkg.module:RewardClass")``.
+    Fires once when the plugin manager is built. Returns nothing.
+    """
+
+
+@hookspec
+def register_schedulers(registry: Any) -> None:
+    """Register round schedulers, which give the maximum number of turns at each step.
+
+    :param registry: the schedulers registry; ``registry.add("name", "pkg.module:SchedulerClass")``
+        where the class subclasses :class:`~agentgym_core.components.Scheduler`.
+    Fires once when the plugin manager is built. Returns nothing.
+    """
+
+
+@hookspec
+def register_backends(registry: Any) -> None:
+    """Register device backends (cpu, cuda, npu, ...).
+
+    :param registry: the backends registry; ``registry.add("name", "pkg.module:BackendClass")``
+        where the class subclasses :class:`~agentgym_core.components.Backend`.
+    Fires once when the plugin manager is built. Returns nothing.
+    """
+
+
+@hookspec
+def register_trainers(registry: Any) -> None:
+    """Register trainers: the loop rollout -> rewards -> advantages -> update -> checkpoint.
+
+    :param registry: the trainers registry; ``registry.add("name", "pkg.module:TrainerClass")``
+        where the class subclasses :class:`~agentgym_core.components.Trainer`.
+    Fires once when the plugin manager is built. Returns nothing.
+    """
+
+
+@hookspec
+def register_engines(registry: Any) -> None:
+    """Register rollout engines, which turn token ids into sampled tokens and logprobs.
+
+    :param registry: the engines registry; ``registry.add("name", "pkg.module:EngineClass")``
+        where the class subclasses :class:`~agentgym_core.engine.Engine`.
+    Fires once when the plugin manager is built. Returns nothing.
+    """
+
+
+# -- lifecycle (loggers and callbacks) ----------------------------------------------------
+@hookspec
+def on_run_start(run_dir: str, config: Any) -> None:
+    """A training or evaluation run is about to start.
+
+    :param run_dir: the run directory (``runs/<name>``), already created.
+    :param config: the resolved run config (an OmegaConf ``DictConfig``, read-only).
+    Fires once per process, after components are built and before the first rollout.
+    Returns nothing.
+    """
+
+
+@hookspec
+def on_rollout_end(step: int, trajectories: list, run_dir: str) -> None:
+    """A rollout for *step* finished; *trajectories* are the episodes it produced.
+
+    :param step: the training step (0-based) the rollout belongs to.
+    :param trajectories: list of :class:`~agentgym_core.rollout.Trajectory`, rewards filled in.
+    :param run_dir: the run directory.
+    Fires once per step on each process, before the policy update. Returns nothing.
+    """
+
+
+@hookspec
+def on_step_end(step: int, metrics: dict, run_dir: str) -> None:
+    """A training step finished (rollout and update).
+
+    :param step: the step that just finished (0-based).
+    :param metrics: flat ``{name: float}`` of this step (reward, success, kl, tokens/s, ...).
+    :param run_dir: the run directory.
+    Fires once per step, on the main process only. Returns nothing.
+    """
+
+
+@hookspec
+def on_checkpoint(step: int, path: str, run_dir: str) -> None:
+    """A checkpoint was written (and atomically renamed into place) at *path*.
+
+    :param step: the step the checkpoint holds (training resumes at ``step + 1``).
+    :param path: the checkpoint directory.
+    :param run_dir: the run directory.
+    Fires on the main process only, after the checkpoint is complete. Returns nothing.
+    """
+
+
+@hookspec
+def on_run_end(run_dir: str, metrics: dict, status: str) -> None:
+    """A run ended.
+
+    :param run_dir: the run directory.
+    :param metrics: the final metrics (last step's, plus evaluation results if any).
+    :param status: ``"completed"``, ``"interrupted"`` or ``"failed"``.
+    Fires once per process, also when the run fails or is interrupted. Returns nothing.
+    """
+
+
+REGISTRATION_HOOKS = {
+    "envs": "register_envs",
+    "rewards": "register_rewards",
+    "schedulers": "register_schedulers",
+    "backends": "register_backends",
+    "trainers": "register_trainers",
+    "engines": "register_engines",
+}
+LIFECYCLE_HOOKS = ("on_run_start", "on_rollout_end", "on_step_end", "on_checkpoint", "on_run_end")

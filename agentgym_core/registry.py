@@ -1,0 +1,217 @@
+"""Typed registries: plugins register *import strings*, components are imported on use.
+
+A registry is what a ``register_<kind>`` hook receives. Registering costs nothing (no
+import happens), so ``agentgym plugins`` stays fast however heavy a plugin is.
+"""
+from __future__ import annotations
+
+import importlib
+from dataclasses import dataclass, field
+from typing import Any
+
+from .errors import ComponentImportError, DuplicateNameError, UnknownNameError, did_you_mean
+
+#: The plugin kinds, in the order the CLI lists them.
+KINDS = ("envs", "rewards", "schedulers", "backends", "trainers", "engines")
+
+#: Singular noun per kind, for messages ("unknown env 'x'").
+SINGULAR = {
+    "envs": "env",
+    "rewards": "reward",
+    "schedulers": "scheduler",
+    "backends": "backend",
+    "trainers": "trainer",
+    "engines": "engine",
+}
+
+#: Which distribution usually provides a name, so an unknown-name error can say what to install.
+KNOWN_PROVIDERS = {
+    "envs": {
+        "babyai": "agentgym-env-babyai",
+        "textcraft": "agentgym-env-textcraft",
+        "sciworld": "agentgym-env-sciworld",
+        "searchqa": "agentgym-env-searchqa",
+        "webnav": "agentgym-env-webnav",
+        "codefix": "agentgym-env-codefix",
+    },
+    "engines": {"hf": "agentgym-engine-hf", "vllm": "agentgym-engine-vllm"},
+    "trainers": {"rl": "agentgym-trainer-rl"},
+    "schedulers": {
+        "scaling_inter": "agentgym-scheduler-scaling",
+        "linear": "agentgym-scheduler-scaling",
+        "adaptive": "agentgym-scheduler-scaling",
+    },
+    "rewards": {
+        "format": "agentgym-reward-shaping",
+        "step_penalty": "agentgym-reward-shaping",
+        "decay": "agentgym-reward-shaping",
+        "normalize": "agentgym-reward-shaping",
+    },
+    "backends": {"cuda": "agentgym-backend-accel", "npu": "agentgym-backend-accel"},
+}
+
+
+def import_string(target: str) -> Any:
+    """Import ``"pkg.module:Attr"`` (or ``"pkg.module.Attr"``) and return the attribute."""
+    if ":" in target:
+        module_name, _, attr = target.partition(":")
+    else:
+        module_name, _, attr = target.rpartition(".")
+    if not module_name or not attr:
+        raise ComponentImportError(
+            f"import string {target!r} is malformed; expected 'package.module:Name'"
+        )
+    try:
+        module = importlib.import_module(module_name)
+    except ImportError as exc:
+        raise ComponentImportError(
+            f"cannot import module {module_name!r} for {target!r}: {exc}. "
+            "Is the plugin's distribution (and its dependencies) installed?"
+        ) from exc
+    obj: Any = module
+    for part in attr.split("."):
+        try:
+            obj = getattr(obj, part)
+        except AttributeError:
+            raise ComponentImportError(
+                f"module {module_name!r} has no attribute {attr!r} (from import string {target!r})"
+            ) from None
+    return obj
+
+
+@dataclass
+class Entry:
+    """One registered component: where it lives and who registered it."""
+
+    kind: str
+    name: str
+    target: str
+    plugin: str
+    distribution: str | None = None
+    config: str | None = None
+    description: str = ""
+    _loaded: Any = field(default=None, repr=False, compare=False)
+
+    def load(self) -> Any:
+        """Import and return the component (class or factory)."""
+        if self._loaded is None:
+            self._loaded = import_string(self.target)
+        return self._loaded
+
+    def config_class(self) -> type | None:
+        """The component's config dataclass: the registered one, else ``Component.Config``."""
+        if self.config:
+            return import_string(self.config)
+        return getattr(self.load(), "Config", None)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "name": self.name,
+            "target": self.target,
+            "plugin": self.plugin,
+            "distribution": self.distribution,
+            "description": self.description,
+        }
+
+
+class Registry:
+    """Names of one kind (envs, rewards, ...) mapped to import strings.
+
+    Plugins call :meth:`add`; the framework calls :meth:`get` / :meth:`build`.
+    """
+
+    def __init__(self, kind: str):
+        if kind not in KINDS:
+            raise ValueError(f"unknown registry kind {kind!r}; expected one of {KINDS}")
+        self.kind = kind
+        self._entries: dict[str, Entry] = {}
+        self._plugin: str = "<direct>"
+        self._distribution: str | None = None
+
+    # -- registration (what plugins use) ---------------------------------------------------
+    def add(
+        self,
+        name: str,
+        target: str,
+        *,
+        config: str | None = None,
+        description: str = "",
+    ) -> None:
+        """Register *name* as the component at import string *target*.
+
+        :param name: the name users write in configs (``env.name: babyai``).
+        :param target: ``"package.module:Class"``; imported only when the component is built.
+        :param config: optional ``"package.module:ConfigDataclass"``; defaults to the
+            component's ``Config`` attribute.
+        :param description: one line shown by ``agentgym list``.
+        """
+        if not isinstance(name, str) or not name or not name.replace("-", "_").replace(".", "_").isidentifier():
+            raise ValueError(
+                f"plugin {self._plugin!r} registered an invalid {SINGULAR[self.kind]} name {name!r}; "
+                "use letters, digits, '_', '-' or '.'"
+            )
+        if not isinstance(target, str):
+            raise TypeError(
+                f"plugin {self._plugin!r} registered {SINGULAR[self.kind]} {name!r} with "
+                f"{type(target).__name__}; register an import string like 'pkg.module:Class'"
+            )
+        if name in self._entries:
+            other = self._entries[name]
+            raise DuplicateNameError(
+                f"{SINGULAR[self.kind]} {name!r} is registered twice: by plugin {other.plugin!r}"
+                f"{_dist(other.distribution)} and by plugin {self._plugin!r}{_dist(self._distribution)}. "
+                f"Uninstall one of them or disable one with AGENTGYM_DISABLE_PLUGINS={self._plugin}"
+            )
+        self._entries[name] = Entry(
+            kind=self.kind,
+            name=name,
+            target=target,
+            plugin=self._plugin,
+            distribution=self._distribution,
+            config=config,
+            description=description,
+        )
+
+    def _bind(self, plugin: str, distribution: str | None) -> None:
+        self._plugin, self._distribution = plugin, distribution
+
+    # -- lookup (what the framework uses) --------------------------------------------------
+    def names(self) -> list[str]:
+        return sorted(self._entries)
+
+    def entries(self) -> list[Entry]:
+        return [self._entries[n] for n in self.names()]
+
+    def __contains__(self, name: object) -> bool:
+        return name in self._entries
+
+    def __len__(self) -> int:
+        return len(self._entries)
+
+    def get(self, name: str) -> Entry:
+        """The entry for *name*, or an :class:`UnknownNameError` that helps the user."""
+        try:
+            return self._entries[name]
+        except KeyError:
+            pass
+        noun = SINGULAR[self.kind]
+        installed = ", ".join(self.names()) or "none"
+        msg = f"unknown {noun} {name!r}.{did_you_mean(str(name), self._entries)} Installed {self.kind}: {installed}."
+        provider = KNOWN_PROVIDERS.get(self.kind, {}).get(name)
+        if provider:
+            msg += f" {noun.capitalize()} {name!r} is provided by the distribution {provider!r}: install it (pip install -e plugins/{self.kind}/...)."
+        else:
+            msg += " The plugin that provides it may not be installed (see `agentgym plugins`)."
+        raise UnknownNameError(msg)
+
+    def load(self, name: str) -> Any:
+        """Import and return the component registered as *name*."""
+        return self.get(name).load()
+
+    def build(self, name: str, *args: Any, **kwargs: Any) -> Any:
+        """Import the component registered as *name* and call it with the arguments."""
+        return self.load(name)(*args, **kwargs)
+
+
+def _dist(distribution: str | None) -> str:
+    return f" (distribution {distribution!r})" if distribution else ""

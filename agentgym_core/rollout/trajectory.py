@@ -1,0 +1,80 @@
+"""The trajectory: one episode as the exact token sequence the model saw and produced.
+
+``token_ids`` holds the whole episode (prompt, then alternating model turns and observation
+turns as the chat template renders them). ``loss_mask[i]`` is 1 exactly where token *i* was
+sampled by the model; ``logprobs[i]`` is its sampling log-probability (0.0 where masked out).
+Turn *k*'s generated tokens are ``token_ids[turns[k].start:turns[k].end]``; its reward is
+attached to token ``turns[k].end - 1``, the last token the model generated in that turn.
+"""
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from typing import Any, Optional
+
+
+@dataclass
+class Turn:
+    #: Generated-token span in ``Trajectory.token_ids``: [start, end).
+    start: int
+    end: int
+    #: The model's text for this turn (decoded generated tokens).
+    text: str
+    #: The action parsed from the text (None when parsing failed).
+    action: Optional[str]
+    #: The observation that followed (env output, or the parse-error hint).
+    observation: str = ""
+    #: The env's reward for this step (0.0 when the action was not sent to the env).
+    env_reward: float = 0.0
+    done: bool = False
+    info: dict[str, Any] = field(default_factory=dict)
+    #: Why the action could not be parsed, if it could not.
+    parse_error: Optional[str] = None
+
+
+@dataclass
+class Trajectory:
+    episode_id: str
+    env_name: str
+    task_id: int
+    #: Episodes of the same task in one step share a group (GRPO / RLOO baselines).
+    group_id: int
+    token_ids: list[int]
+    loss_mask: list[int]
+    logprobs: list[float]
+    #: Length of the initial prompt (system + instruction + first observation).
+    prompt_len: int
+    turns: list[Turn] = field(default_factory=list)
+    #: ``done`` (env ended it), ``max_turns``, ``max_tokens``, ``context``, ``env_error``, ``engine_error``.
+    end_reason: str = "done"
+    success: bool = False
+    #: Sum of env rewards over the episode.
+    score: float = 0.0
+    #: The horizon (max turns) in force when the episode ran.
+    max_turns: int = 0
+    #: Per-turn rewards from the reward plugins (filled by the trainer; same length as turns).
+    rewards: list[float] = field(default_factory=list)
+    #: True when the episode failed for infrastructure reasons (env died): zero-weighted in training.
+    failed: bool = False
+    error: Optional[str] = None
+    #: Tokens pushed through the model as prefill over the episode (cache-efficiency metric).
+    prefill_tokens: int = 0
+    #: Set when the chat template was not prefix-stable and the fallback re-rendered the prompt.
+    template_fallback: bool = False
+    step: int = 0
+
+    @property
+    def num_turns(self) -> int:
+        return len(self.turns)
+
+    @property
+    def num_generated(self) -> int:
+        return sum(self.loss_mask)
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> "Trajectory":
+        data = dict(data)
+        data["turns"] = [Turn(**t) for t in data.get("turns", [])]
+        return cls(**data)

@@ -1,0 +1,159 @@
+"""The config sections core owns, as dataclasses (the component sections add their own fields).
+
+A run config has these top-level sections. ``env``, ``engine``, ``scheduler``, ``backend``,
+``trainer`` and each item of ``rewards`` select a registered component by ``name``; their
+other keys are the component's ``Config`` fields, next to the *frame* fields below that
+core itself uses (e.g. how many env servers to launch).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Optional
+
+
+@dataclass
+class RunSection:
+    name: str = "run"
+    output_dir: str = "runs"
+    seed: int = 0
+
+    def __post_init__(self) -> None:
+        if not self.name or "/" in self.name:
+            raise ValueError(f"run.name must be a non-empty folder name, got {self.name!r}")
+
+
+@dataclass
+class ModelSection:
+    #: A local Hugging Face model folder, or a bundled alias (``smollm2-135m-instruct``).
+    path: str = "smollm2-135m-instruct"
+    #: ``auto`` (bf16 where the backend supports it, else fp32), ``bf16``, ``fp16``, ``fp32``.
+    dtype: str = "auto"
+    #: A Jinja chat template that replaces the tokenizer's own (None: use the model's).
+    chat_template: Optional[str] = None
+    #: Longest token sequence an episode may reach (prompt + all turns).
+    max_context: int = 2048
+
+    def __post_init__(self) -> None:
+        if self.dtype not in ("auto", "bf16", "fp16", "fp32"):
+            raise ValueError(f"model.dtype must be auto, bf16, fp16 or fp32, got {self.dtype!r}")
+        if self.max_context < 16:
+            raise ValueError(f"model.max_context must be >= 16, got {self.max_context}")
+
+
+@dataclass
+class AgentSection:
+    #: Extra system prompt put before the env's instruction (None: only the instruction).
+    system_prompt: Optional[str] = None
+    #: Action format override (``react``, ``tags``, ``free``); None: the env's own.
+    action_format: Optional[str] = None
+    #: Keep only the last K turns in the prompt (0: keep all).
+    history_window: int = 0
+
+    def __post_init__(self) -> None:
+        if self.history_window < 0:
+            raise ValueError(f"agent.history_window must be >= 0, got {self.history_window}")
+
+
+@dataclass
+class RolloutSection:
+    #: Distinct tasks per training step.
+    tasks_per_step: int = 4
+    #: Episodes per task (GRPO/RLOO groups); episodes per step = tasks_per_step * group_size.
+    group_size: int = 4
+    #: At most this many episodes in flight at once.
+    concurrency: int = 16
+    max_new_tokens: int = 64
+    temperature: float = 1.0
+    top_p: float = 1.0
+    #: Budget of tokens per episode (prompt + all turns); the episode ends when reached.
+    max_episode_tokens: int = 2048
+    #: Write every step's trajectories as JSONL into the run directory.
+    dump_trajectories: bool = True
+
+    def __post_init__(self) -> None:
+        for key in ("tasks_per_step", "group_size", "concurrency", "max_new_tokens", "max_episode_tokens"):
+            if getattr(self, key) < 1:
+                raise ValueError(f"rollout.{key} must be >= 1, got {getattr(self, key)}")
+        if self.temperature < 0:
+            raise ValueError(f"rollout.temperature must be >= 0, got {self.temperature}")
+        if not 0 < self.top_p <= 1:
+            raise ValueError(f"rollout.top_p must be in (0, 1], got {self.top_p}")
+
+
+@dataclass
+class EvalSection:
+    split: str = "test"
+    #: Number of test tasks (0: the whole split).
+    tasks: int = 32
+    #: Samples per task (Avg@k, Pass@k).
+    k: int = 1
+    temperature: float = 0.0
+    #: Evaluate before and after training.
+    before: bool = True
+    after: bool = True
+
+    def __post_init__(self) -> None:
+        if self.tasks < 0 or self.k < 1:
+            raise ValueError(f"eval.tasks must be >= 0 and eval.k >= 1, got {self.tasks}, {self.k}")
+
+
+# -- frames of the component sections -----------------------------------------------------
+@dataclass
+class EnvFrame:
+    name: str = "???"
+    #: Server processes to launch for this env (ignored when ``urls`` is set).
+    servers: int = 1
+    #: Remote env servers to use instead of launching local ones.
+    urls: list[str] = field(default_factory=list)
+    #: Bearer token for the servers (launched ones get it too).
+    token: Optional[str] = None
+    #: Seconds one env call may take before it is retried / fails.
+    timeout: float = 60.0
+    #: Seconds a dead server may stay unreachable before its episodes fail.
+    unavailable_after: float = 30.0
+    #: Maximum concurrent sessions per server.
+    max_sessions: int = 1024
+
+    def __post_init__(self) -> None:
+        if self.servers < 1:
+            raise ValueError(f"env.servers must be >= 1, got {self.servers}")
+        if self.timeout <= 0 or self.unavailable_after <= 0:
+            raise ValueError("env.timeout and env.unavailable_after must be > 0")
+
+
+@dataclass
+class NameFrame:
+    name: str = "???"
+
+
+@dataclass
+class RewardFrame:
+    name: str = "???"
+    weight: float = 1.0
+
+
+@dataclass
+class SectionSpec:
+    """How one top-level section is validated."""
+
+    dataclass: type
+    kind: Optional[str] = None  # registry kind when the section selects a component
+    default_name: Optional[str] = None
+    is_list: bool = False
+
+
+SECTIONS: dict[str, SectionSpec] = {
+    "run": SectionSpec(RunSection),
+    "model": SectionSpec(ModelSection),
+    "agent": SectionSpec(AgentSection),
+    "rollout": SectionSpec(RolloutSection),
+    "eval": SectionSpec(EvalSection),
+    "env": SectionSpec(EnvFrame, kind="envs"),
+    "engine": SectionSpec(NameFrame, kind="engines", default_name="hf"),
+    "scheduler": SectionSpec(NameFrame, kind="schedulers", default_name="fixed"),
+    "backend": SectionSpec(NameFrame, kind="backends", default_name="auto"),
+    "trainer": SectionSpec(NameFrame, kind="trainers", default_name="rl"),
+    "rewards": SectionSpec(RewardFrame, kind="rewards", is_list=True),
+}
+
+DEFAULT_REWARDS: list[dict[str, Any]] = [{"name": "success", "weight": 1.0}]

