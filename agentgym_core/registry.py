@@ -79,6 +79,34 @@ def import_string(target: str) -> Any:
     return obj
 
 
+def config_from_signature(component: Any, name: str) -> type | None:
+    """A dataclass of the keyword parameters (with defaults) of *component*'s ``__init__``.
+
+    Lets a component without a ``Config`` still have its config keys checked. Parameters
+    without a default, ``*args`` and ``**kwargs`` are not config keys.
+    """
+    import dataclasses
+    import inspect
+    from typing import Any as _Any
+
+    target = component.__init__ if isinstance(component, type) else component
+    try:
+        params = inspect.signature(target).parameters.values()
+    except (TypeError, ValueError):
+        return None
+    fields = []
+    for p in params:
+        if p.name == "self" or p.kind in (p.VAR_POSITIONAL, p.VAR_KEYWORD) or p.default is p.empty:
+            continue
+        default = p.default
+        if isinstance(default, (list, dict, set)):
+            fields.append((p.name, _Any, dataclasses.field(default_factory=lambda d=default: type(d)(d))))
+        else:
+            ftype = type(default) if isinstance(default, (bool, int, float, str)) else _Any
+            fields.append((p.name, ftype, dataclasses.field(default=default)))
+    return dataclasses.make_dataclass(name, fields)
+
+
 @dataclass
 class Entry:
     """One registered component: where it lives and who registered it."""
@@ -99,10 +127,15 @@ class Entry:
         return self._loaded
 
     def config_class(self) -> type | None:
-        """The component's config dataclass: the registered one, else ``Component.Config``."""
+        """The component's config dataclass: the registered one, else ``Component.Config``,
+        else one derived from the keyword parameters of its ``__init__``."""
         if self.config:
             return import_string(self.config)
-        return getattr(self.load(), "Config", None)
+        component = self.load()
+        declared = getattr(component, "Config", None)
+        if declared is not None:
+            return declared
+        return config_from_signature(component, f"{self.name}_config")
 
     def to_dict(self) -> dict[str, Any]:
         return {
