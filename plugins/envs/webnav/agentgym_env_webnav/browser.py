@@ -1,0 +1,174 @@
+"""One headless Chromium per env session, started with flags that work in a sandbox and
+offline, and torn down completely (driver, browser processes, profile directory)."""
+from __future__ import annotations
+
+import atexit
+import os
+import shutil
+import signal
+import subprocess
+import tempfile
+import time
+import weakref
+from pathlib import Path
+
+from agentgym_core.errors import AgentGymError
+
+#: Headless, no GPU, no sandbox (containers run as root), and no background traffic: on a
+#: closed network Chromium's update/sync/QUIC probes otherwise stall page loads.
+CHROMIUM_FLAGS = (
+    "--headless=new",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-dev-shm-usage",
+    "--disable-quic",
+    "--no-first-run",
+    "--no-default-browser-check",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--disable-extensions",
+    "--disable-default-apps",
+    "--mute-audio",
+)
+
+_BINARIES = ("chromium", "chromium-browser", "google-chrome", "google-chrome-stable")
+
+
+class BrowserNotFound(AgentGymError):
+    """Chromium or chromedriver is not installed where the env looks for it."""
+
+
+class BrowserError(AgentGymError):
+    """Chromium failed to start or to load a page."""
+
+
+def find_binaries(chromium: str = "", chromedriver: str = "") -> tuple[str, str]:
+    """Paths of the browser and its driver: the given ones, ``$AGENTGYM_CHROMIUM`` /
+    ``$AGENTGYM_CHROMEDRIVER``, or the first found on ``PATH``."""
+    browser = chromium or os.environ.get("AGENTGYM_CHROMIUM", "")
+    driver = chromedriver or os.environ.get("AGENTGYM_CHROMEDRIVER", "")
+    if not browser:
+        browser = next((p for p in map(shutil.which, _BINARIES) if p), "")
+    if not driver:
+        driver = shutil.which("chromedriver") or ""
+    missing = [name for name, path in (("chromium", browser), ("chromedriver", driver)) if not path or not Path(path).exists()]
+    if missing:
+        raise BrowserNotFound(
+            f"webnav env: {' and '.join(missing)} not found (looked at env.chromium/env.chromedriver, "
+            "$AGENTGYM_CHROMIUM/$AGENTGYM_CHROMEDRIVER and PATH). Install the Debian packages "
+            "'chromium chromium-driver' (scripts/setup.sh does) or set those options to the binaries."
+        )
+    return browser, driver
+
+
+def _children() -> dict[int, list[int]]:
+    kids: dict[int, list[int]] = {}
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat") as fh:
+                ppid = int(fh.read().rsplit(")", 1)[1].split()[1])
+        except (OSError, IndexError, ValueError):
+            continue
+        kids.setdefault(ppid, []).append(int(entry))
+    return kids
+
+
+def process_tree(pid: int) -> list[int]:
+    """*pid* and all its descendants (Linux ``/proc``; just ``[pid]`` elsewhere)."""
+    if not os.path.isdir("/proc"):
+        return [pid]
+    kids = _children()
+    out, todo = [], [pid]
+    while todo:
+        p = todo.pop()
+        out.append(p)
+        todo.extend(kids.get(p, ()))
+    return out
+
+
+def _alive(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/stat") as fh:
+            return fh.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except OSError:
+        return False
+
+
+def _pss_kib(pid: int) -> int:
+    try:
+        with open(f"/proc/{pid}/smaps_rollup") as fh:
+            for line in fh:
+                if line.startswith("Pss:"):
+                    return int(line.split()[1])
+    except (OSError, ValueError):
+        pass
+    return 0
+
+
+class Browser:
+    """A Selenium-driven headless Chromium with its own throw-away profile.
+
+    :meth:`quit` is idempotent and also runs at interpreter exit; it kills any process of the
+    driver's tree that ``driver.quit()`` left behind, so no Chromium outlives its session.
+    """
+
+    def __init__(self, *, chromium: str = "", chromedriver: str = "", width: int = 800, height: int = 600,
+                 page_load_timeout_s: float = 30.0) -> None:
+        from selenium import webdriver
+        from selenium.common.exceptions import WebDriverException
+        from selenium.webdriver.chrome.service import Service
+
+        browser, driver = find_binaries(chromium, chromedriver)
+        self.profile = tempfile.mkdtemp(prefix="agentgym-webnav-")
+        options = webdriver.ChromeOptions()
+        options.binary_location = browser
+        for flag in (*CHROMIUM_FLAGS, f"--user-data-dir={self.profile}", f"--window-size={width},{height}"):
+            options.add_argument(flag)
+        service = Service(executable_path=driver, log_output=subprocess.DEVNULL)
+        try:
+            self.driver = webdriver.Chrome(service=service, options=options)
+        except WebDriverException as exc:
+            shutil.rmtree(self.profile, ignore_errors=True)
+            raise BrowserError(
+                f"webnav env: Chromium ({browser}) did not start through {driver}: {exc.msg or exc}. "
+                "Check that the chromium and chromium-driver versions match."
+            ) from exc
+        self.driver.set_page_load_timeout(page_load_timeout_s)
+        self.driver_pid = service.process.pid
+        self.pids = process_tree(self.driver_pid)
+        self._finalizer = weakref.finalize(self, _shutdown, self.driver, self.driver_pid, self.profile)
+        atexit.register(self._finalizer)
+
+    def memory_kib(self) -> int:
+        """Proportional set size (PSS) of the driver and every browser process, in KiB."""
+        return sum(_pss_kib(p) for p in process_tree(self.driver_pid))
+
+    @property
+    def closed(self) -> bool:
+        return not self._finalizer.alive
+
+    def quit(self) -> None:
+        """Stop the browser and the driver and delete the profile; safe to call twice."""
+        self._finalizer()
+
+
+def _shutdown(driver, driver_pid: int, profile: str) -> None:
+    tree = process_tree(driver_pid)
+    if _alive(driver_pid):  # a dead driver would only be retried over HTTP for seconds
+        try:
+            driver.quit()
+        except Exception:  # noqa: BLE001 - a dead driver is what we want anyway
+            pass
+    deadline = time.monotonic() + 3.0
+    while any(_alive(p) for p in tree) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    for pid in tree:
+        if _alive(pid):
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except OSError:
+                pass
+    shutil.rmtree(profile, ignore_errors=True)
