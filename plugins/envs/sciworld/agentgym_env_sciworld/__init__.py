@@ -1,0 +1,1 @@
+"""ScienceWorld as an AgentGym env plugin (``sciworld``)."""

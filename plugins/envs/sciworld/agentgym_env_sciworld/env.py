@@ -1,0 +1,218 @@
+"""``SciWorldEnv``: ScienceWorld's 30 science tasks as an AgentGym env, stepped the fast way.
+
+ScienceWorld's Python wrapper fetches the full valid-action list (~400-1,200 strings over
+py4j) after every step, which caps it at 10-20 steps/s. This env talks to the simulator's
+``PythonInterface`` directly: a step is the action plus three small calls (score, completed,
+moves). The valid actions are a hint the agent asks for (``valid actions``), or an option.
+"""
+from __future__ import annotations
+
+import random
+from dataclasses import dataclass
+from typing import Any, List, Optional
+
+from agentgym_core import BaseEnv
+from agentgym_core.errors import ConfigError
+
+from . import jvm as jvms
+from .tasks import TASKS, TOTAL, locate, split_ids
+
+INSTRUCTION = """\
+You are an agent in ScienceWorld, a text simulation of a house (kitchen, bathroom, workshop, \
+art studio, greenhouse, outside, ...) where you carry out elementary science experiments: \
+boil or freeze a substance, measure a melting point, build an electric circuit, grow a plant, \
+mix chemicals, find animals and plants, and more. The first observation gives your task and \
+what you see.
+
+Actions (one per turn; OBJ and LOC are names of things or places you can see):
+- look around: describe the room you are in
+- look at OBJ / look in OBJ: describe an object or what is inside it
+- go to LOC: move to a neighbouring place (open the door first, e.g. "open door to kitchen")
+- open OBJ / close OBJ
+- pick up OBJ / put down OBJ / move OBJ to OBJ: carry things or put them somewhere
+- pour OBJ in OBJ / dunk OBJ in OBJ / mix OBJ
+- activate OBJ / deactivate OBJ: e.g. a stove or a sink
+- use OBJ on OBJ: e.g. "use thermometer on water"
+- connect OBJ to OBJ / disconnect OBJ: electrical terminals and wires
+- eat OBJ / flush OBJ / read OBJ
+- focus on OBJ: say which object the task is about. Focus only when the task asks you to: \
+focusing on the wrong object ends the task with failure.
+- wait / wait1: let 10 steps / 1 step of time pass
+- inventory: what you carry; task: repeat the task
+- valid actions: list the actions that are valid right now (a hint; it takes no time)
+When the simulator lists numbered choices for an ambiguous action, answer with the number.
+
+Answer in this format:
+Thought: <your reasoning>
+Action: <one action>"""
+
+_HINT_WORDS = {"valid actions", "valid action", "hint", "hints", "list actions", "available actions",
+               "check valid actions", "check available actions"}
+_UNKNOWN = "No known action matches that input."
+
+
+@dataclass
+class SciWorldConfig:
+    """Options of the ``sciworld`` env (the ``env`` section of a run config)."""
+
+    #: Task names to use (None: all 30). Ids stay global; splits keep only these tasks.
+    tasks: Optional[List[str]] = None
+    #: ScienceWorld simplifications, e.g. "easy" or "openDoors,teleportAction" ("" = none).
+    simplifications: str = ""
+    #: Moves after which the episode ends (ScienceWorld's own default is 100; 0 = no limit).
+    step_limit: int = 100
+    #: Put the valid-action list into every step's info (slow: ~7 steps/s).
+    valid_actions_in_info: bool = False
+    #: How many actions a ``valid actions`` hint lists at most.
+    hint_limit: int = 80
+    #: Ask the simulator for a gold action sequence at reset (for scripted solvers; slower reset).
+    gold_path: bool = False
+    #: The Java binary and the JVM heap cap.
+    java: str = "java"
+    java_heap: str = "256m"
+    #: Sessions that share one JVM (more: less memory; fewer: more parallel steps).
+    sessions_per_jvm: int = 8
+
+
+class SciWorldEnv(BaseEnv):
+    """ScienceWorld: one simulator per session, hosted in a JVM shared with other sessions."""
+
+    instruction = INSTRUCTION
+    action_format = "react"
+    Config = SciWorldConfig
+
+    def __init__(self, tasks: Optional[List[str]] = None, simplifications: str = "", step_limit: int = 100,
+                 valid_actions_in_info: bool = False, hint_limit: int = 80, gold_path: bool = False,
+                 java: str = "java", java_heap: str = "256m", sessions_per_jvm: int = 8, **options: Any) -> None:
+        super().__init__(**options)
+        known = [t.name for t in TASKS]
+        if tasks is not None:
+            tasks = [tasks] if isinstance(tasks, str) else list(tasks)
+            bad = [t for t in tasks if t not in known]
+            if bad or not tasks:
+                raise ConfigError(f"env.tasks: unknown ScienceWorld task(s) {bad or tasks!r}; known tasks: {', '.join(known)}")
+        if int(sessions_per_jvm) < 1 or int(hint_limit) < 1 or int(step_limit) < 0:
+            raise ConfigError("env.sessions_per_jvm and env.hint_limit must be >= 1 and env.step_limit >= 0")
+        self.task_names = tasks
+        self.simplifications = simplifications
+        self.step_limit = int(step_limit)
+        self.valid_actions_in_info = bool(valid_actions_in_info)
+        self.hint_limit = int(hint_limit)
+        self.gold_path = bool(gold_path)
+        self._java, self._heap, self._per_jvm = java, str(java_heap), int(sessions_per_jvm)
+        self._jvm: Any = None  # started lazily: describing the env needs no JVM
+        self._sim: Any = None
+        self._task: Any = None
+        self._variation = 0
+        self._score = 0.0
+        self._done = True
+        self._gold: list[str] = []
+
+    # -- self-description -------------------------------------------------------------------
+    def splits(self) -> dict[str, list[int]]:
+        return {name: split_ids(name, self.task_names) for name in ("train", "dev", "test")}
+
+    def category(self, task_id: int) -> str:
+        return locate(task_id)[0].name
+
+    def describe(self) -> dict[str, Any]:
+        info = super().describe()
+        info["tasks"] = [t.name for t in TASKS if self.task_names is None or t.name in self.task_names]
+        info["task_ids"] = f"0..{TOTAL - 1}: (task, variation), tasks in ScienceWorld order, variations in order"
+        return info
+
+    @property
+    def task(self) -> tuple[str, int]:
+        """``(task name, variation)`` of the current episode."""
+        return (self._task.name if self._task else "", self._variation)
+
+    def gold_actions(self) -> list[str]:
+        """The simulator's gold action sequence for this episode (needs ``gold_path=True``)."""
+        if not self.gold_path:
+            raise ConfigError("sciworld: gold_actions() needs the env option gold_path=true (set at construction)")
+        return list(self._gold)
+
+    # -- the episode ------------------------------------------------------------------------
+    def _simulator(self) -> Any:
+        if self._sim is None:
+            self._jvm = jvms.acquire(self._java, self._heap, self._per_jvm)
+            self._sim = self._jvm.new_simulator()
+        return self._sim
+
+    def reset(self, *, task_id: int | None = None, seed: int | None = None) -> str:
+        """Load (task, variation) of *task_id*; the first observation is the task and the room."""
+        if task_id is None:
+            task_id = random.Random(seed).choice(self.splits()["train"])
+        self._task, self._variation = locate(int(task_id))
+        sim = self._simulator()
+        with self._jvm.lock:
+            error = sim.load(self._task.name, self._variation, self.simplifications, self.gold_path)
+            if error:
+                raise ConfigError(f"sciworld: cannot load task {task_id} ({self._task.name}, variation "
+                                  f"{self._variation}) with simplifications {self.simplifications!r}: {error}")
+            self._gold = list(sim.getGoldActionSequence()) if self.gold_path else []
+            room = sim.step("look around")
+            task = sim.getTaskDescription()
+        self._score, self._done = 0.0, False
+        return f"{task}\n\n{room}"
+
+    def step(self, action: str) -> tuple[str, float, bool, dict]:
+        if self._sim is None or self._done:
+            why = "No task is running" if self._sim is None else "The task is over"
+            return f"{why}: reset the env to start a task.", 0.0, True, {"invalid_action": True}
+        text = " ".join(str(action).split())
+        if text.lower().rstrip(".") in _HINT_WORDS:
+            return self._hint(), 0.0, False, {"hint": True, "score": round(100 * self._score)}
+        with self._jvm.lock:
+            obs = self._sim.step(text)
+            raw = float(self._sim.getScore())
+            completed = bool(self._sim.getCompleted())
+            moves = int(self._sim.getNumMoves())
+            valid = list(self._sim.getValidActionObjectCombinations()) if self.valid_actions_in_info else None
+        score = max(raw, 0.0)
+        reward, self._score = score - self._score, score
+        failed = raw < 0
+        truncated = bool(self.step_limit) and moves >= self.step_limit and not completed and not failed
+        self._done = completed or failed or truncated
+        info: dict[str, Any] = {"score": round(100 * raw), "score_norm": score, "moves": moves,
+                                "task": self._task.name, "variation": self._variation}
+        if obs.startswith(_UNKNOWN):
+            info["invalid_action"] = True
+            obs = (f"{_UNKNOWN} Write one action such as 'look around', 'open door to kitchen', 'go to kitchen', "
+                   "'pick up thermometer' or 'focus on OBJ', naming things you can see. "
+                   "Write 'valid actions' to list the actions that are valid here.")
+        if failed:
+            obs += "\nThe task failed (for example, you focused on the wrong object)."
+        elif truncated:
+            obs += f"\nThe step limit ({self.step_limit} moves) is reached."
+        if self._done:
+            info["success"] = completed and raw >= 1.0
+            info["truncated"] = truncated
+        if valid is not None:
+            info["valid_actions"] = valid
+        return obs, reward, self._done, info
+
+    def _hint(self) -> str:
+        with self._jvm.lock:
+            valid = list(self._sim.getValidActionObjectCombinations())
+        # Drop combinations with the agent or the air; take actions round-robin over verbs so a
+        # short hint still shows every kind of action; wiring actions (hundreds) go last.
+        useful = sorted({a for a in valid if " agent" not in f" {a}" and " air" not in f" {a}"})
+        groups: dict[str, list[str]] = {}
+        for a in useful:
+            groups.setdefault(a.split(" ", 1)[0], []).append(a)
+        wiring = [v for v in sorted(groups) if v in ("connect", "disconnect")]
+        shown: list[str] = []
+        for verbs in ([v for v in sorted(groups) if v not in wiring], wiring):
+            for rank in range(max((len(groups[v]) for v in verbs), default=0)):
+                shown.extend(groups[v][rank] for v in verbs if rank < len(groups[v]))
+        shown = sorted(shown[: self.hint_limit], key=lambda a: (a.split(" ", 1)[0] in wiring, a))
+        more = f"\n(... and {len(useful) - len(shown)} more)" if len(useful) > len(shown) else ""
+        return f"Valid actions here ({len(useful)}):\n" + "\n".join(shown) + more
+
+    def close(self) -> None:
+        sim, self._sim = self._sim, None
+        if sim is not None and self._jvm is not None:
+            jvm, self._jvm = self._jvm, None
+            jvms.release(jvm)
+        self._done = True
