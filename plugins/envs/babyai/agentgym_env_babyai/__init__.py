@@ -1,0 +1,1 @@
+"""BabyAI levels (minigrid) as a text game for AgentGym."""

@@ -1,0 +1,1 @@
+"""TextCraft (Minecraft crafting from text, ADaPT recipes) for AgentGym."""

@@ -1,0 +1,213 @@
+"""``TextCraftEnv``: craft a Minecraft item from a list of crafting commands.
+
+Rules follow TextCraft (ADaPT): base items are fetched with ``get``, everything else is
+crafted with exactly the ingredients of one recipe; a recipe input such as "planks" is a
+type that any specific kind ("oak planks") satisfies. Task ids: ``goal = goals[task_id %
+len(goals)]`` (see :mod:`.catalog`), and ``task_id`` seeds which distractor recipes are shown.
+"""
+from __future__ import annotations
+
+import random
+import re
+from dataclasses import dataclass
+from typing import Any
+
+from agentgym_core import BaseEnv
+from agentgym_core.errors import ConfigError
+
+from .catalog import Catalog, Recipe, item_id, item_name, load_catalog
+
+INSTRUCTION = """\
+You are crafting items in Minecraft. The first observation lists crafting commands and a \
+goal item; craft the goal. Use only the crafting commands given, with exactly their \
+ingredients and counts. When a command names a general ingredient type such as "planks", \
+use a specific kind of it instead, e.g. "oak planks".
+
+Actions (one per turn):
+- get <count> <item>: fetch a base ingredient, e.g. "get 1 oak log"; items that have a \
+crafting command cannot be fetched, craft them
+- craft <count> <item> using <count> <item>, <count> <item>, ...: craft with items in your \
+inventory, e.g. "craft 4 oak planks using 1 oak log"
+- inventory: list what you carry
+
+Answer in this format:
+Thought: <your reasoning>
+Action: <one action>"""
+
+VALID = ("get <count> <item>, craft <count> <item> using <count> <item>, ... "
+         "(ingredients separated by commas), inventory")
+_CRAFT = re.compile(r"^craft (?:(?P<n>\d+) )?(?P<item>.+?) using (?P<inputs>.+)$")
+_GET = re.compile(r"^(?:get|fetch|take) (?:(?P<n>\d+) )?(?P<item>.+)$")
+_COUNTED = re.compile(r"^(?P<n>\d+) (?P<item>.+)$")
+
+
+@dataclass
+class TextCraftConfig:
+    """Options of the ``textcraft`` env (the ``env`` section of a run config)."""
+
+    #: Goals are items needing at least this many crafting levels (AgentGym uses 2).
+    min_depth: int = 2
+    #: Distractor recipes shown next to the needed ones.
+    max_distractors: int = 10
+
+
+class TextCraftEnv(BaseEnv):
+    """TextCraft: fetch base ingredients and craft the goal item through intermediate items."""
+
+    instruction = INSTRUCTION
+    action_format = "react"
+    Config = TextCraftConfig
+
+    def __init__(self, min_depth: int = 2, max_distractors: int = 10, **options: Any) -> None:
+        super().__init__(**options)
+        if int(min_depth) < 1:
+            raise ConfigError(f"env.min_depth must be >= 1, got {min_depth}")
+        if int(max_distractors) < 0:
+            raise ConfigError(f"env.max_distractors must be >= 0, got {max_distractors}")
+        self.catalog: Catalog = load_catalog(int(min_depth))
+        self.max_distractors = int(max_distractors)
+        self.goal: str | None = None
+        self.inventory: dict[str, int] = {}
+        self.commands: list[str] = []
+        self._over = True
+        self._success = False
+
+    # -- self-description -------------------------------------------------------------------
+    def splits(self) -> dict[str, range]:
+        c = self.catalog
+        return {"train": range(c.n_train), "test": range(c.n_train, len(c.goals))}
+
+    def goal_of(self, task_id: int) -> str:
+        """The goal item id of *task_id*."""
+        if not isinstance(task_id, int) or isinstance(task_id, bool) or task_id < 0:
+            raise ValueError(f"TextCraft task ids are non-negative integers, got {task_id!r}")
+        return self.catalog.goals[task_id % len(self.catalog.goals)]
+
+    def category(self, task_id: int) -> str:
+        return f"depth{self.catalog.depth(self.goal_of(task_id))}"
+
+    def describe(self) -> dict[str, Any]:
+        info = super().describe()
+        info["task_ids"] = "goal = goals[task_id % len(goals)]; goals by (depth, name), every 5th held out"
+        info["goals"] = len(self.catalog.goals)
+        return info
+
+    # -- the episode ------------------------------------------------------------------------
+    def reset(self, *, task_id: int | None = None, seed: int | None = None) -> str:
+        """Start *task_id*; without one, a random training task (drawn with *seed*)."""
+        if task_id is None:
+            task_id = random.Random(seed).choice(self.splits()["train"])
+        self.goal = self.goal_of(task_id)
+        rng = random.Random(task_id)
+        needed = self.catalog.closure(self.goal)
+        texts = {r.text for r in needed}
+        pool: set[str] = set()
+        for recipe in needed:
+            for _, name in recipe.inputs:
+                uses = self.catalog.uses.get(name, ())
+                pool.update(r.text for r in rng.sample(uses, min(len(uses), 10)))
+        pool -= texts
+        distractors = rng.sample(sorted(pool), min(len(pool), self.max_distractors))
+        self.commands = sorted(texts) + distractors
+        rng.shuffle(self.commands)
+        self.inventory = {}
+        self._over, self._success = False, False
+        return "Crafting commands:\n{}\n\nGoal: craft {}.".format("\n".join(self.commands), item_name(self.goal))
+
+    def step(self, action: str) -> tuple[str, float, bool, dict]:
+        if self.goal is None:
+            raise RuntimeError("TextCraftEnv.step() called before reset(); reset a task first")
+        if self._over:
+            return "The episode is over; reset to start a new task.", 0.0, True, self._info(True, False)
+        text = normalize_action(action)
+        invalid = failed = False
+        if text in ("inventory", "check inventory", "inv", "show inventory"):
+            obs = self._inventory_text()
+        elif m := _CRAFT.match(text):
+            obs, failed = self._craft(m.group("item"), m.group("inputs"))
+        elif m := _GET.match(text):
+            obs, failed = self._get(int(m.group("n") or 1), m.group("item"))
+        else:
+            obs, invalid = f"Invalid action {str(action).strip()[:80]!r}. Valid actions: {VALID}.", True
+        reward = 1.0 if self._success else 0.0
+        return obs, reward, self._over, self._info(invalid, failed)
+
+    # -- actions ----------------------------------------------------------------------------
+    def _get(self, count: int, name: str) -> tuple[str, bool]:
+        ident = item_id(name)
+        catalog = self.catalog
+        if count < 1:
+            return f"Could not get {count} {name}: the count must be at least 1.", True
+        if ident in catalog.tags:
+            shown = "\n".join(self.commands)
+            kinds = sorted((item_name(i) not in shown, item_name(i)) for i, t in catalog.tag_of.items() if t == ident)
+            kinds = [k for _, k in kinds[:3]]
+            example = f" such as {' or '.join(kinds)}" if kinds else ""
+            return f"Could not find {name}: it is a type of ingredient; get or craft a specific kind{example}.", True
+        if catalog.recipes(ident):
+            return f"Could not find {name}: it has a crafting command, so craft it instead.", True
+        if not catalog.fetchable(ident):
+            return f"Could not find {name}: it is not a known item.", True
+        self.inventory[ident] = self.inventory.get(ident, 0) + count
+        return f"Got {count} {name}", False
+
+    def _craft(self, target: str, inputs_text: str) -> tuple[str, bool]:
+        ident = item_id(target)
+        recipes = self.catalog.by_item.get(ident)
+        if not recipes:
+            return f"Could not find a valid recipe for {target}: no crafting command makes it.", True
+        given: list[tuple[int, str]] = []
+        for part in inputs_text.split(","):
+            m = _COUNTED.match(part.strip())
+            if not m:
+                return f"Wrong item format: {part.strip()!r}; write each ingredient as '<count> <item>'.", True
+            given.append((int(m.group("n")), item_id(m.group("item"))))
+        missing = [f"{n} {item_name(i)}" for n, i in given if self.inventory.get(i, 0) < n]
+        if missing:
+            return (f"Could not find enough items to craft {target}: missing {', '.join(missing)}. "
+                    f"{self._inventory_text()}"), True
+        recipe = next((r for r in recipes if self._fits(r, given)), None)
+        if recipe is None:
+            return (f"Could not find a valid recipe for {target} using {inputs_text}: use the ingredients "
+                    "and counts of one of the crafting commands."), True
+        for n, i in given:
+            self.inventory[i] -= n
+            if self.inventory[i] == 0:
+                del self.inventory[i]
+        self.inventory[recipe.output] = self.inventory.get(recipe.output, 0) + recipe.count
+        if recipe.output == self.goal:
+            self._over = self._success = True
+        return f"Crafted {recipe.count} {item_name(recipe.output)}", False
+
+    def _fits(self, recipe: Recipe, given: list[tuple[int, str]]) -> bool:
+        """Whether *given* is exactly the recipe's ingredients (types matched by kind)."""
+        if len(given) != len(recipe.inputs):
+            return False
+        left = list(given)
+        for count, required in recipe.inputs:
+            match = next((g for g in left if g[0] == count and self.catalog.matches(required, g[1])), None)
+            if match is None:
+                return False
+            left.remove(match)
+        return True
+
+    def _inventory_text(self) -> str:
+        if not self.inventory:
+            return "Inventory: You are not carrying anything."
+        return "Inventory: " + " ".join(f"[{item_name(i)}] ({n})" for i, n in self.inventory.items())
+
+    def _info(self, invalid: bool, failed: bool) -> dict[str, Any]:
+        return {"success": self._success, "invalid_action": invalid, "action_failed": failed,
+                "goal": item_name(self.goal or "")}
+
+
+def normalize_action(action: str) -> str:
+    """Lower-case action text; keeps only what follows the last "Action:" if present."""
+    text = str(action)
+    marks = list(re.finditer(r"action\s*:", text, flags=re.IGNORECASE))
+    if marks:
+        text = text[marks[-1].end():]
+    text = text.strip()
+    text = text.splitlines()[0] if text else ""
+    text = text.lower().strip().strip("`'\"[]().!").strip()
+    return re.sub(r"\s+", " ", text)
