@@ -13,7 +13,7 @@ log() { printf '[setup] %s\n' "$*" >&2; }
 # System packages (Java for ScienceWorld, Chromium for web envs and the viewer test, ...):
 # each plugin lists Debian packages it needs in a file named debian-packages.txt.
 need=()
-for f in plugins/*/*/debian-packages.txt; do
+for f in debian-packages.txt plugins/*/*/debian-packages.txt; do
   [ -f "$f" ] || continue
   while read -r pkg; do
     pkg=${pkg%%#*}; pkg=$(echo "$pkg" | xargs)
@@ -36,7 +36,7 @@ PIP=("$VENV/bin/python" -m pip --disable-pip-version-check -q)
 
 # Re-install only when a pyproject or this script changed.
 stamp="$VENV/.agentgym-setup-stamp"
-digest=$(cat scripts/setup.sh pyproject.toml plugins/*/*/pyproject.toml 2>/dev/null | sha256sum | cut -d' ' -f1)
+digest=$(cat scripts/setup.sh pyproject.toml debian-packages.txt plugins/*/*/pyproject.toml 2>/dev/null | sha256sum | cut -d' ' -f1)
 if [ -f "$stamp" ] && [ "$(cat "$stamp")" = "$digest" ]; then
   log "up to date ($VENV)"
   exit 0

@@ -1,0 +1,225 @@
+"""``agentgym eval``: run a model on an env's test split and report Avg@k, Pass@k, success, turns.
+
+    agentgym eval -c configs/quickstart.yaml --model runs/quickstart --k 4
+    agentgym eval --model runs/quickstart            # the run's own config.yaml and latest checkpoint
+    agentgym eval --compare runs/a runs/b eval.json  # side by side
+"""
+from __future__ import annotations
+
+import asyncio
+import json
+import re
+from pathlib import Path
+from typing import Any
+
+import click
+
+from agentgym_core.errors import AgentGymError
+
+#: Step used to ask a scheduler for its final horizon (evaluation runs at the full horizon).
+FINAL_STEP = 10**9
+
+
+def resolve_model(model: str) -> tuple[str, Path | None]:
+    """``(model path, run dir)``: a run directory means its latest checkpoint."""
+    from agentgym_core.runs import Run, is_run_dir
+
+    if is_run_dir(model):
+        run = Run(model)
+        return str(run.latest_checkpoint()), run.path
+    return model, None
+
+
+def comparison_inputs(items: tuple[str, ...]) -> dict[str, dict[str, Any]]:
+    """``{column name: summary}`` from run dirs (their ``eval/*.json``) and summary JSON files."""
+    from agentgym_core.runs import Run, is_run_dir, load_summary
+
+    out: dict[str, dict[str, Any]] = {}
+    for item in items:
+        p = Path(item)
+        if p.is_dir():
+            if not is_run_dir(p) and not (p / "eval").is_dir():
+                raise AgentGymError(f"--compare: {item!r} is neither a run directory nor an eval JSON file")
+            evals = Run(p).eval_results()
+            if not evals:
+                raise AgentGymError(
+                    f"--compare: run {item!r} has no evaluation (eval/*.json); run `agentgym eval --model {item}` first"
+                )
+            run_name = p.resolve().name
+            if len(items) == 1:  # one run: everything it has, e.g. before vs after training
+                out.update({f"{run_name}:{name}": summary for name, summary in evals.items()})
+            else:  # several runs: each one's latest result
+                out[run_name if run_name not in out else item] = evals[_latest(evals)]
+        elif p.is_file():
+            summary = load_summary(p)
+            if summary is None:
+                raise AgentGymError(f"--compare: {item!r} is not an evaluation summary (no 'overall' key)")
+            out[p.stem if p.stem not in out else item] = summary
+        else:
+            raise AgentGymError(f"--compare: {item!r} does not exist; pass run directories or eval JSON files")
+    return out
+
+
+def _latest(evals: dict[str, Any]) -> str:
+    return "after" if "after" in evals else list(evals)[-1]
+
+
+def split_and_categories(pool: Any, info: dict[str, Any], env_cfg: Any, split: str, tasks: int,
+                         manager: Any) -> tuple[list[int], dict[int, str | None] | None]:
+    """The evaluated task ids of *split* (*tasks* spread over it, 0: all) and their categories.
+
+    A local pool describes itself; for env servers a local instance is built when the env
+    is installed here (for ``category``), else the ids come from the servers' ``/info``.
+    """
+    from agentgym_core.env.launcher import split_env_config
+    from agentgym_core.env.serving import resolve_env
+    from agentgym_core.evaluation import select_tasks
+
+    probe, owned = (pool.describer(), False) if hasattr(pool, "describer") else (None, True)
+    if probe is None:
+        try:
+            cls, _ = resolve_env(env_cfg.name, manager)
+            probe = cls(**split_env_config(env_cfg, manager)[1])
+        except Exception:
+            probe = None
+    try:
+        ranges = info.get("split_ranges") or {}
+        if probe is not None:
+            splits = probe.splits()
+            if split not in splits:
+                raise AgentGymError(f"env {env_cfg.name!r} has no split {split!r}; it has: {', '.join(splits)}")
+            ids = list(splits[split])
+        elif ranges.get(split):
+            ids = list(range(*ranges[split]))
+        else:
+            raise AgentGymError(
+                f"env {env_cfg.name!r} does not list the task ids of split {split!r} "
+                f"(splits: {', '.join(info.get('splits') or {}) or 'none'}); install the env plugin here or pass --local"
+            )
+        ids = select_tasks(ids, tasks)
+        if probe is None:
+            return ids, None
+        cats = {tid: probe.category(tid) for tid in ids}
+        return ids, (cats if any(c is not None for c in cats.values()) else None)
+    finally:
+        if probe is not None and owned:
+            probe.close()
+
+
+async def _evaluate(cfg: Any, model_path: str, *, split: str, k: int, tasks: int, temperature: float,
+                    max_turns: int, local: bool, manager: Any, dump_path: Path | None) -> tuple[dict, list]:
+    from agentgym_core.config import build_component
+    from agentgym_core.env.launcher import open_env_pool
+    from agentgym_core.evaluation import evaluate
+
+    pool = open_env_pool(cfg.env, manager, local=local)
+    engine = None
+    try:
+        info = await pool.info()
+        ids, categories = split_and_categories(pool, info, cfg.env, split, tasks, manager)
+        engine = build_component(manager, "engines", cfg.engine, model_path,
+                                 dtype=cfg.model.dtype, chat_template=cfg.model.chat_template)
+        action_format = cfg.agent.action_format or info.get("action_format", "react")
+        summary, trajectories = await evaluate(
+            engine, pool, ids, k=k, max_turns=max_turns, instruction=info.get("instruction", ""),
+            action_format=action_format, agent_cfg=cfg.agent, rollout_cfg=cfg.rollout,
+            categories=categories, temperature=temperature, dump_path=dump_path, seed=cfg.run.seed,
+            max_context=cfg.model.max_context, chat_template=cfg.model.chat_template, env_name=cfg.env.name,
+        )
+    finally:
+        if engine is not None:
+            engine.close()
+        await pool.aclose()
+    summary["meta"].update({"model": model_path, "env": cfg.env.name, "split": split, "k": k})
+    return summary, trajectories
+
+
+def final_horizon(cfg: Any, manager: Any) -> int:
+    """The scheduler's horizon at the end of training (what evaluation runs at)."""
+    from agentgym_core.config import build_component
+
+    try:
+        return int(build_component(manager, "schedulers", cfg.scheduler).max_turns(FINAL_STEP))
+    except AgentGymError:
+        raise
+    except Exception as exc:
+        raise AgentGymError(f"cannot get the final horizon from scheduler {cfg.scheduler.name!r} ({exc}); pass --max-turns") from exc
+
+
+def default_out(model: str, run_dir: Path | None, split: str, k: int) -> Path:
+    if run_dir is not None:
+        return run_dir / "eval" / f"{split}-k{k}.json"
+    slug = re.sub(r"[^A-Za-z0-9_.-]+", "-", Path(model).name or model).strip("-") or "model"
+    return Path(f"eval-{slug}-{split}-k{k}.json")
+
+
+@click.command("eval")
+@click.option("-c", "--config", "files", multiple=True, type=click.Path(), help="Run config YAML(s); default: the run's config.yaml.")
+@click.option("--model", help="A model folder, a bundled alias, or a run directory (its latest checkpoint).")
+@click.option("--split", default=None, help="Env split to evaluate on [default: eval.split, i.e. test].")
+@click.option("--k", "k", type=int, default=None, help="Samples per task for Avg@k / Pass@k [default: eval.k].")
+@click.option("--tasks", type=int, default=None, help="Number of tasks from the split, 0 for all [default: eval.tasks].")
+@click.option("--temperature", type=float, default=None, help="Sampling temperature [default: eval.temperature; rollout's when k > 1].")
+@click.option("--max-turns", type=int, default=None, help="Horizon per episode [default: the scheduler's final one].")
+@click.option("--local/--servers", default=False, help="Run envs in this process instead of launching env servers.")
+@click.option("--out", type=click.Path(), default=None, help="JSON file to write (a .md twin is written next to it).")
+@click.option("--compare", is_flag=True, help="Print the given runs / eval JSON files side by side instead.")
+@click.argument("args", nargs=-1)
+def eval_(files: tuple[str, ...], model: str | None, split: str | None, k: int | None, tasks: int | None,
+          temperature: float | None, max_turns: int | None, local: bool, out: str | None, compare: bool,
+          args: tuple[str, ...]) -> None:
+    """Evaluate a model on an env's test split (Avg@k, Pass@k, success, turns, per category).
+
+    ARGS are config overrides (key.path=value), or with --compare the runs / JSON files to compare.
+    """
+    from agentgym_core.evaluation import compare as compare_md
+    from agentgym_core.evaluation import to_markdown
+
+    if compare:
+        if not args:
+            raise click.UsageError("--compare needs run directories or eval JSON files, e.g. --compare runs/a runs/b")
+        table = compare_md(comparison_inputs(args))
+        click.echo(table)
+        if out:
+            Path(out).write_text(table + "\n", encoding="utf-8")
+        return
+    if not model:
+        raise click.UsageError("--model is required (a model folder, an alias, or a run directory)")
+    for a in args:
+        if "=" not in a:
+            raise click.UsageError(f"unexpected argument {a!r}: overrides look like key.path=value (use --compare to compare runs)")
+    from agentgym_core.config import load_config
+    from agentgym_core.plugins import get_plugin_manager
+
+    model_path, run_dir = resolve_model(model)
+    if not files and run_dir is not None and (run_dir / "config.yaml").is_file():
+        files = (str(run_dir / "config.yaml"),)
+    if not files:
+        raise click.UsageError("-c CONFIG is required (it names the env) unless --model is a run directory")
+    manager = get_plugin_manager()
+    cfg = load_config(list(files), args, manager=manager)
+    if "env" not in cfg:
+        raise AgentGymError(f"config {', '.join(files)} has no env section; add env: {{name: ...}} to say what to evaluate on")
+    split = split or cfg.eval.split
+    k = k if k is not None else cfg.eval.k
+    tasks = tasks if tasks is not None else cfg.eval.tasks
+    if k < 1 or tasks < 0:
+        raise click.UsageError("--k must be >= 1 and --tasks >= 0")
+    if temperature is None:
+        temperature = cfg.eval.temperature
+        if k > 1 and temperature == 0:
+            temperature = cfg.rollout.temperature
+            click.echo(f"k={k} samples per task: sampling at the rollout temperature {temperature} (greedy would repeat one episode)", err=True)
+    horizon = max_turns or final_horizon(cfg, manager)
+    out_path = Path(out) if out else default_out(model, run_dir, split, k)
+    dump = out_path.with_suffix(".jsonl")
+    out_path.parent.mkdir(parents=True, exist_ok=True)
+    click.echo(f"Evaluating {model_path} on {cfg.env.name}/{split}: k={k}, horizon {horizon} turns, temperature {temperature}", err=True)
+    summary, _ = asyncio.run(_evaluate(cfg, model_path, split=split, k=k, tasks=tasks, temperature=temperature,
+                                       max_turns=horizon, local=local, manager=manager, dump_path=dump))
+    table = to_markdown(summary)
+    click.echo(table)
+    out_path.write_text(json.dumps(summary, indent=2) + "\n", encoding="utf-8")
+    out_path.with_suffix(".md").write_text(
+        f"# Evaluation of `{model_path}` on {cfg.env.name}/{split} (k={k})\n\n{table}\n", encoding="utf-8")
+    click.echo(f"Wrote {out_path}, {out_path.with_suffix('.md')} and the episodes in {dump}", err=True)

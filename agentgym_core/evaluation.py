@@ -1,0 +1,266 @@
+"""Evaluation metrics (Avg@k, Pass@k, success, score, turns, end reasons) and the evaluate runner.
+
+Pure Python: works on :class:`~agentgym_core.rollout.Trajectory` objects or their dicts, so
+the trainer, ``agentgym eval`` and the report share one definition of every number. A
+category that got no episode still has a row (``n = 0``, metrics ``None``): never a crash.
+
+Summary format (also the JSON ``agentgym eval`` writes and the trainer's ``eval/*.json``)::
+
+    {"k": 4, "overall": ROW, "categories": {"GoTo": ROW, ...}, "meta": {...}}
+    ROW = {"n", "tasks", "failed", "success_rate", "avg_at_k", "pass_at_k",
+           "score_mean", "turns_mean", "end_reasons": {reason: count}}
+"""
+from __future__ import annotations
+
+from collections import Counter, defaultdict
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from typing import Any, Union
+
+#: Maps a task id to its category: a dict (its values also name categories that must get a
+#: row even with no episode) or a function such as ``BaseEnv.category``.
+Categories = Union[Mapping[int, str | None], Callable[[int], str | None], None]
+
+METRIC_LABELS = {
+    "n": "n",
+    "tasks": "tasks",
+    "success_rate": "success",
+    "avg_at_k": "Avg@{k}",
+    "pass_at_k": "Pass@{k}",
+    "score_mean": "score",
+    "turns_mean": "turns",
+    "failed": "env failures",
+}
+
+
+def pass_at_k(n: int, c: int, k: int) -> float:
+    """Unbiased Pass@k from *n* samples with *c* successes: 1 - C(n-c, k) / C(n, k).
+
+    (Chen et al. 2021, "Evaluating Large Language Models Trained on Code", eq. 1.) With
+    fewer samples than *k* the estimator is undefined; we then report whether any succeeded.
+    """
+    if n <= 0:
+        raise ValueError("pass_at_k needs at least one sample")
+    if not 0 <= c <= n:
+        raise ValueError(f"successes c={c} must be within [0, n={n}]")
+    if k < 1:
+        raise ValueError(f"k must be >= 1, got {k}")
+    if n < k:
+        return 1.0 if c > 0 else 0.0
+    if n - c < k:
+        return 1.0
+    # Product form of C(n-c, k) / C(n, k): stable for large n.
+    fail = 1.0
+    for i in range(n - c + 1, n + 1):
+        fail *= 1.0 - k / i
+    return 1.0 - fail
+
+
+def _get(t: Any, key: str, default: Any = None) -> Any:
+    return t.get(key, default) if isinstance(t, Mapping) else getattr(t, key, default)
+
+
+def _num_turns(t: Any) -> int:
+    turns = _get(t, "turns", None)
+    return len(turns) if turns is not None else int(_get(t, "num_turns", 0) or 0)
+
+
+def _category_fn(categories: Categories) -> tuple[Callable[[int], str | None], list[str]]:
+    if categories is None:
+        return (lambda _tid: None), []
+    if callable(categories) and not isinstance(categories, Mapping):
+        return categories, []
+    mapping = dict(categories)
+    names = sorted({str(v) for v in mapping.values() if v is not None})
+    return mapping.get, names
+
+
+def _row(episodes: Sequence[Any], k: int) -> dict[str, Any]:
+    """Metrics of a group of episodes (one row of the table)."""
+    reasons = Counter(str(_get(t, "end_reason", "done")) for t in episodes)
+    row: dict[str, Any] = {
+        "n": len(episodes),
+        "tasks": 0,
+        "failed": sum(1 for t in episodes if _get(t, "failed", False)),
+        "success_rate": None,
+        "avg_at_k": None,
+        "pass_at_k": None,
+        "score_mean": None,
+        "turns_mean": None,
+        "end_reasons": dict(sorted(reasons.items())),
+    }
+    if not episodes:
+        return row
+    by_task: dict[Any, list[bool]] = defaultdict(list)
+    for t in episodes:
+        by_task[_get(t, "task_id")].append(bool(_get(t, "success", False)))
+    row["tasks"] = len(by_task)
+    row["success_rate"] = sum(sum(v) for v in by_task.values()) / len(episodes)
+    # Avg@k: per task, the mean success of its samples; then the mean over tasks.
+    row["avg_at_k"] = sum(sum(v) / len(v) for v in by_task.values()) / len(by_task)
+    row["pass_at_k"] = sum(pass_at_k(len(v), sum(v), k) for v in by_task.values()) / len(by_task)
+    row["score_mean"] = sum(float(_get(t, "score", 0.0) or 0.0) for t in episodes) / len(episodes)
+    row["turns_mean"] = sum(_num_turns(t) for t in episodes) / len(episodes)
+    return row
+
+
+def summarize(trajectories: Iterable[Any], *, k: int, categories: Categories = None) -> dict[str, Any]:
+    """Overall and per-category metrics of evaluation episodes (``k`` samples per task).
+
+    *categories* maps task ids to category names (see :data:`Categories`); episodes whose
+    category is ``None`` count only in the overall row.
+    """
+    if k < 1:
+        raise ValueError(f"k must be >= 1, got {k}")
+    episodes = list(trajectories)
+    category_of, names = _category_fn(categories)
+    groups: dict[str, list[Any]] = {name: [] for name in names}
+    for t in episodes:
+        cat = category_of(_get(t, "task_id"))
+        if cat is not None:
+            groups.setdefault(str(cat), []).append(t)
+    return {
+        "k": k,
+        "overall": _row(episodes, k),
+        "categories": {name: _row(groups[name], k) for name in sorted(groups)},
+    }
+
+
+# -- tables -----------------------------------------------------------------------------------
+def _fmt(key: str, value: Any) -> str:
+    if value is None:
+        return "–"
+    if key in ("success_rate", "avg_at_k", "pass_at_k"):
+        return f"{100 * value:.1f}%"
+    if isinstance(value, float):
+        return f"{value:.2f}"
+    return str(value)
+
+
+def _reasons(row: Mapping[str, Any]) -> str:
+    reasons = row.get("end_reasons") or {}
+    return ", ".join(f"{r} {c}" for r, c in reasons.items()) or "–"
+
+
+def table_rows(summary: Mapping[str, Any]) -> tuple[list[str], list[list[str]]]:
+    """Headers and formatted rows of one summary (overall first, then each category)."""
+    k = summary.get("k", 1)
+    keys = ["n", "tasks", "success_rate", "avg_at_k", "pass_at_k", "score_mean", "turns_mean"]
+    headers = ["category"] + [METRIC_LABELS[key].format(k=k) for key in keys] + ["end reasons"]
+    rows = []
+    named = [("overall", summary.get("overall") or _row([], k))]
+    named += list((summary.get("categories") or {}).items())
+    for name, row in named:
+        rows.append([name] + [_fmt(key, row.get(key)) for key in keys] + [_reasons(row)])
+    return headers, rows
+
+
+def markdown_table(headers: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
+    """A GitHub-flavoured Markdown table (pipes in cells escaped)."""
+    def cell(text: Any) -> str:
+        return str(text).replace("|", "\\|").replace("\n", " ")
+
+    lines = ["| " + " | ".join(cell(h) for h in headers) + " |"]
+    lines.append("|" + "|".join("---" if i == 0 else "---:" for i in range(len(headers))) + "|")
+    lines += ["| " + " | ".join(cell(c) for c in row) + " |" for row in rows]
+    return "\n".join(lines)
+
+
+def to_markdown(summary: Mapping[str, Any]) -> str:
+    """The summary as one Markdown table: overall row, then one row per category."""
+    return markdown_table(*table_rows(summary))
+
+
+def compare_rows(summaries: Mapping[str, Mapping[str, Any]]) -> tuple[list[str], list[list[str]]]:
+    """Headers and rows for runs side by side: one column per run, one row per metric.
+
+    Per-category success rates follow the overall metrics; a category missing from a run
+    shows ``–``.
+    """
+    names = list(summaries)
+    headers = ["metric"] + names
+    rows: list[list[str]] = []
+    for key in ("n", "tasks", "success_rate", "avg_at_k", "pass_at_k", "score_mean", "turns_mean", "failed"):
+        label = METRIC_LABELS[key]
+        ks = {s.get("k", 1) for s in summaries.values()}
+        label = label.format(k=ks.pop() if len(ks) == 1 else "k")
+        rows.append([label] + [_fmt(key, (s.get("overall") or {}).get(key)) for s in summaries.values()])
+    cats: list[str] = []
+    for s in summaries.values():
+        cats += [c for c in (s.get("categories") or {}) if c not in cats]
+    for cat in sorted(cats):
+        cells = []
+        for s in summaries.values():
+            row = (s.get("categories") or {}).get(cat)
+            cells.append("–" if row is None else f"{_fmt('success_rate', row.get('success_rate'))} (n={row.get('n', 0)})")
+        rows.append([f"success: {cat}"] + cells)
+    return headers, rows
+
+
+def compare(summaries: Mapping[str, Mapping[str, Any]]) -> str:
+    """A Markdown table of several summaries side by side (``{name: summary}``)."""
+    if not summaries:
+        return "(nothing to compare)"
+    return markdown_table(*compare_rows(summaries))
+
+
+# -- the runner -------------------------------------------------------------------------------
+def select_tasks(ids: Sequence[int], n: int) -> list[int]:
+    """*n* task ids spread evenly over *ids* (all of them when ``n`` is 0 or too large).
+
+    Spreading, not taking the first *n*, keeps every category of a split that is ordered by
+    category (levels, task types) in a small evaluation.
+    """
+    ids = list(ids)
+    if n <= 0 or n >= len(ids):
+        return ids
+    return [ids[(i * len(ids)) // n] for i in range(n)]
+
+
+def eval_tasks(task_ids: Sequence[int], k: int) -> list[tuple[int, int]]:
+    """``(task_id, group_id)`` pairs: each task *k* times, one group per task."""
+    return [(int(tid), group) for group, tid in enumerate(task_ids) for _ in range(k)]
+
+
+async def evaluate(
+    engine: Any,
+    pool: Any,
+    task_ids: Sequence[int],
+    *,
+    k: int,
+    max_turns: int,
+    instruction: str,
+    action_format: str,
+    agent_cfg: Any,
+    rollout_cfg: Any,
+    categories: Categories = None,
+    temperature: float | None = None,
+    step: int = 0,
+    dump_path: Any = None,
+    **rollout_options: Any,
+) -> tuple[dict[str, Any], list[Any]]:
+    """Run *k* episodes of every task in *task_ids* and summarize them.
+
+    Returns ``(summary, trajectories)``. *temperature* overrides the rollout's (greedy
+    evaluation: 0.0); *dump_path* writes the episodes as JSONL for the viewer and report;
+    other keywords (``seed``, ``max_context``, ``chat_template``, ``env_name``) go to ``rollout``.
+    """
+    from agentgym_core.rollout.runner import rollout
+
+    trajectories = await rollout(
+        engine,
+        pool,
+        eval_tasks(task_ids, k),
+        max_turns=max_turns,
+        instruction=instruction,
+        action_format=action_format,
+        agent_cfg=agent_cfg,
+        rollout_cfg=rollout_cfg,
+        step=step,
+        temperature=temperature,
+        dump_path=dump_path,
+        **rollout_options,
+    )
+    summary = summarize(trajectories, k=k, categories=categories)
+    summary["meta"] = {"tasks": len(task_ids), "max_turns": max_turns, "temperature": temperature}
+    return summary, trajectories
+

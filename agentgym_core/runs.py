@@ -1,0 +1,318 @@
+"""Reading a run directory: config, metrics, checkpoints, eval results and trajectories.
+
+Trajectory files (``trajectories/step_000001.jsonl``, one ``Trajectory.to_dict()`` a line)
+can hold thousands of long episodes, so they are indexed once by byte offset, with a small
+summary per episode, and single episodes are read lazily by seeking. An index grows
+incrementally when the trainer appends to a file.
+
+Layout::
+
+    runs/<name>/config.yaml  metrics.jsonl  tb/  plots/  eval/before.json  eval/after.json
+                trajectories/step_000001.jsonl  checkpoints/step_000010/  checkpoints/latest
+"""
+from __future__ import annotations
+
+import json
+import os
+import re
+import threading
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from .errors import AgentGymError
+
+
+class RunDirError(AgentGymError):
+    """A path is not a run directory, or lacks what a command needs."""
+
+
+_STEP_RE = re.compile(r"step_(\d+)")
+
+
+def is_run_dir(path: str | os.PathLike) -> bool:
+    """True when *path* looks like a run directory (not a bare model folder)."""
+    p = Path(path)
+    return p.is_dir() and any((p / name).exists() for name in ("metrics.jsonl", "checkpoints", "trajectories"))
+
+
+def step_of(name: str) -> int | None:
+    """``step_000010`` (also as a path or ``.jsonl`` file) -> 10; anything else (``.tmp-step_000010``) -> None."""
+    base = Path(name).name
+    m = _STEP_RE.fullmatch(base[: -len(".jsonl")] if base.endswith(".jsonl") else base)
+    return int(m.group(1)) if m else None
+
+
+@dataclass
+class EpisodeSummary:
+    """What the episode list shows, kept in memory per episode (no token ids, no text)."""
+
+    index: int
+    offset: int
+    length: int
+    episode_id: str
+    task_id: Any
+    group_id: Any
+    success: bool
+    score: float
+    reward: float
+    end_reason: str
+    turns: int
+    max_turns: int
+    tokens: int
+    generated: int
+    failed: bool
+
+    def to_dict(self) -> dict[str, Any]:
+        d = dict(self.__dict__)
+        del d["offset"], d["length"]
+        return d
+
+
+#: The flat numeric arrays of a trajectory line; the index only needs their length and sum.
+_ARRAYS = re.compile(rb'"(token_ids|loss_mask|logprobs)": ?\[([-0-9.eE, ]*)\]')
+
+
+def parse_for_index(line: bytes) -> tuple[dict[str, Any], int | None, int | None]:
+    """``(data without the token arrays, token count, generated count)`` of one JSONL line.
+
+    Cutting the long number lists out before ``json.loads`` makes indexing ~2.5x faster; a
+    line that does not look as expected is simply parsed whole (counts ``None``).
+    """
+    bodies: dict[bytes, bytes] = {}
+
+    def cut(m: re.Match) -> bytes:
+        bodies[m.group(1)] = m.group(2)
+        return b'"' + m.group(1) + b'": []'
+
+    data = json.loads(_ARRAYS.sub(cut, line, count=3))
+    ids, mask = bodies.get(b"token_ids"), bodies.get(b"loss_mask")
+    if ids is None or mask is None:
+        return json.loads(line) if bodies else data, None, None
+    tokens = ids.count(b",") + 1 if ids.strip() else 0
+    generated = mask.count(b"1") if b"." not in mask else int(sum(float(x) for x in mask.split(b",") if x.strip()))
+    return data, tokens, generated
+
+
+def summarize_episode(index: int, offset: int, length: int, data: dict[str, Any],
+                      tokens: int | None = None, generated: int | None = None) -> EpisodeSummary:
+    rewards = data.get("rewards") or []
+    mask = data.get("loss_mask") or []
+    return EpisodeSummary(
+        index=index,
+        offset=offset,
+        length=length,
+        episode_id=str(data.get("episode_id", index)),
+        task_id=data.get("task_id"),
+        group_id=data.get("group_id"),
+        success=bool(data.get("success", False)),
+        score=float(data.get("score", 0.0) or 0.0),
+        reward=float(sum(rewards)) if rewards else float(data.get("score", 0.0) or 0.0),
+        end_reason=str(data.get("end_reason", "done")),
+        turns=len(data.get("turns") or []),
+        max_turns=int(data.get("max_turns", 0) or 0),
+        tokens=len(data.get("token_ids") or []) if tokens is None else tokens,
+        generated=int(sum(mask)) if generated is None else generated,
+        failed=bool(data.get("failed", False)),
+    )
+
+
+@dataclass
+class TrajectoryIndex:
+    """Byte offsets and summaries of the complete lines of one JSONL file."""
+
+    path: Path
+    episodes: list[EpisodeSummary] = field(default_factory=list)
+    #: Bytes indexed so far (always the end of a complete line).
+    indexed_bytes: int = 0
+    bad_lines: int = 0
+    #: The last indexed bytes: if they change, the file was rewritten and is indexed again.
+    tail: bytes = b""
+    lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
+
+    def _tail(self, f: Any) -> bytes:
+        start = max(0, self.indexed_bytes - 64)
+        f.seek(start)
+        return f.read(self.indexed_bytes - start)
+
+    def refresh(self) -> "TrajectoryIndex":
+        """Index lines appended since the last call (the whole file the first time)."""
+        with self.lock, open(self.path, "rb") as f:
+            size = os.fstat(f.fileno()).st_size
+            if size < self.indexed_bytes or self._tail(f) != self.tail:  # rewritten: start over
+                self.episodes, self.indexed_bytes, self.bad_lines, self.tail = [], 0, 0, b""
+            if size == self.indexed_bytes:
+                return self
+            f.seek(self.indexed_bytes)
+            offset = self.indexed_bytes
+            for line in f:
+                if not line.endswith(b"\n"):
+                    break  # a line still being written
+                if line.strip():
+                    try:
+                        data, tokens, generated = parse_for_index(line)
+                        if not isinstance(data, dict):
+                            raise ValueError("not a JSON object")
+                    except ValueError:
+                        self.bad_lines += 1
+                    else:
+                        self.episodes.append(summarize_episode(len(self.episodes), offset, len(line), data, tokens, generated))
+                offset += len(line)
+            self.indexed_bytes = offset
+            self.tail = self._tail(f)
+            return self
+
+    def read(self, index: int) -> dict[str, Any]:
+        """The full trajectory dict of episode *index* (one seek, one line)."""
+        if not 0 <= index < len(self.episodes):
+            raise IndexError(f"episode {index} is not in {self.path.name} ({len(self.episodes)} episodes)")
+        ep = self.episodes[index]
+        with open(self.path, "rb") as f:
+            f.seek(ep.offset)
+            return json.loads(f.read(ep.length))
+
+
+class Run:
+    """A run directory, read lazily; indexes of trajectory files are cached per instance."""
+
+    def __init__(self, path: str | os.PathLike) -> None:
+        self.path = Path(path)
+        if not self.path.is_dir():
+            raise RunDirError(f"run directory {str(self.path)!r} does not exist; pass runs/<name> of a training run")
+        self._indexes: dict[str, TrajectoryIndex] = {}
+        self._lock = threading.Lock()
+
+    @property
+    def name(self) -> str:
+        return self.path.resolve().name
+
+    # -- config and metrics ----------------------------------------------------------------
+    def config_text(self) -> str:
+        p = self.path / "config.yaml"
+        return p.read_text(encoding="utf-8") if p.is_file() else ""
+
+    def config(self) -> dict[str, Any]:
+        text = self.config_text()
+        if not text:
+            return {}
+        from omegaconf import OmegaConf
+
+        try:
+            data = OmegaConf.to_container(OmegaConf.create(text), resolve=False)
+        except Exception:
+            return {}
+        return data if isinstance(data, dict) else {}
+
+    def metrics(self) -> list[dict[str, Any]]:
+        """Rows of ``metrics.jsonl`` in file order (unparseable lines are skipped)."""
+        p = self.path / "metrics.jsonl"
+        rows: list[dict[str, Any]] = []
+        if not p.is_file():
+            return rows
+        with open(p, encoding="utf-8") as f:
+            for line in f:
+                line = line.strip()
+                if not line:
+                    continue
+                try:
+                    row = json.loads(line)
+                except ValueError:
+                    continue
+                if isinstance(row, dict):
+                    rows.append(row)
+        return rows
+
+    def eval_results(self) -> dict[str, dict[str, Any]]:
+        """``{"before": summary, "after": summary, ...}`` from ``eval/*.json``."""
+        out: dict[str, dict[str, Any]] = {}
+        d = self.path / "eval"
+        if not d.is_dir():
+            return out
+        for p in sorted(d.glob("*.json"), key=lambda p: (p.stem != "before", p.stem != "after", p.stem)):
+            summary = load_summary(p)
+            if summary is not None:
+                out[p.stem] = summary
+        return out
+
+    # -- checkpoints -----------------------------------------------------------------------
+    def checkpoints(self) -> list[Path]:
+        d = self.path / "checkpoints"
+        if not d.is_dir():
+            return []
+        found = [p for p in d.iterdir() if p.is_dir() and not p.is_symlink() and step_of(p.name) is not None]
+        return sorted(found, key=lambda p: step_of(p.name) or 0)
+
+    def latest_checkpoint(self) -> Path:
+        """The checkpoint ``checkpoints/latest`` points to (a link, or a file naming it), else the last step."""
+        d = self.path / "checkpoints"
+        latest = d / "latest"
+        if latest.is_dir():
+            return latest.resolve()
+        if latest.is_file():
+            target = latest.read_text(encoding="utf-8").strip()
+            cand = Path(target) if os.path.isabs(target) else d / target
+            if cand.is_dir():
+                return cand
+        ckpts = self.checkpoints()
+        if not ckpts:
+            raise RunDirError(
+                f"run {str(self.path)!r} has no checkpoint under checkpoints/; "
+                "train longer (checkpoints are written every trainer.save_every steps) or pass a model folder"
+            )
+        return ckpts[-1]
+
+    def tokenizer_dir(self) -> Path | None:
+        """A folder with ``tokenizer.json`` for decoding token ids: a checkpoint or the config's model."""
+        cands: list[Path] = []
+        try:
+            cands.append(self.latest_checkpoint())
+        except RunDirError:
+            pass
+        cands += reversed(self.checkpoints())
+        model_path = (self.config().get("model") or {}).get("path")
+        if isinstance(model_path, str):
+            cands.append(Path(model_path))
+        for c in cands:
+            if (c / "tokenizer.json").is_file():
+                return c
+        return None
+
+    # -- trajectories ----------------------------------------------------------------------
+    def trajectory_files(self) -> list[str]:
+        """Keys of trajectory files: ``trajectories/step_000001`` ..., then eval dumps, by step."""
+        keys = []
+        for sub in ("trajectories", "eval"):
+            d = self.path / sub
+            if d.is_dir():
+                keys += [f"{sub}/{p.stem}" for p in d.glob("*.jsonl") if p.is_file()]
+        return sorted(keys, key=lambda k: (not k.startswith("trajectories/"), step_of(k) is None, step_of(k) or 0, k))
+
+    def trajectory_index(self, key: str) -> TrajectoryIndex:
+        """The (refreshed) index of file *key*; an unknown key raises :class:`RunDirError`."""
+        with self._lock:
+            idx = self._indexes.get(key)
+            if idx is None:
+                if key not in self.trajectory_files():
+                    raise RunDirError(f"no trajectory file {key!r} in run {str(self.path)!r}")
+                idx = self._indexes[key] = TrajectoryIndex(self.path / f"{key}.jsonl")
+        return idx.refresh()
+
+    def iter_summaries(self) -> Iterator[tuple[str, EpisodeSummary]]:
+        for key in self.trajectory_files():
+            if key.startswith("trajectories/"):
+                for ep in self.trajectory_index(key).episodes:
+                    yield key, ep
+
+
+def load_summary(path: str | os.PathLike) -> dict[str, Any] | None:
+    """An evaluation summary from JSON (ours, or wrapped as ``{"summary": ...}``); None if not one."""
+    try:
+        data = json.loads(Path(path).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    if isinstance(data, dict) and "overall" not in data and isinstance(data.get("summary"), dict):
+        data = data["summary"]
+    if not isinstance(data, dict) or "overall" not in data:
+        return None
+    return data

@@ -1,0 +1,1 @@
+"""The trajectory viewer (``agentgym view RUN``): a loopback web page over a run directory."""
