@@ -113,6 +113,8 @@ class EnvFrame:
     unavailable_after: float = 30.0
     #: Maximum concurrent sessions per server.
     max_sessions: int = 1024
+    #: Seconds an idle session lives on a launched server before it is closed (0: forever).
+    ttl: float = 600.0
 
     def __post_init__(self) -> None:
         if self.servers < 1:

@@ -41,6 +41,12 @@ class EnvPool:
     async def aclose(self) -> None:
         """Release the pool itself (connections, processes)."""
 
+    async def __aenter__(self) -> "EnvPool":
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.aclose()
+
 
 class LocalEnvPool(EnvPool):
     """Sessions are ``BaseEnv`` instances in this process; calls run in worker threads."""

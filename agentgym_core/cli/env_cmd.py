@@ -1,0 +1,101 @@
+"""``agentgym env serve NAME`` (an HTTP env server) and ``agentgym env play NAME`` (a human at the terminal)."""
+from __future__ import annotations
+
+import json
+import sys
+
+import click
+
+from agentgym_core.errors import AgentGymError
+
+
+@click.group()
+def env() -> None:
+    """Serve or play an environment."""
+
+
+def _options(raw: str | None) -> dict:
+    if not raw:
+        return {}
+    try:
+        value = json.loads(raw)
+    except ValueError as exc:
+        raise AgentGymError(f"--options must be a JSON object, e.g. '{{\"level\": 2}}': {exc}") from None
+    if not isinstance(value, dict):
+        raise AgentGymError(f"--options must be a JSON object, e.g. '{{\"level\": 2}}', got {raw!r}")
+    return value
+
+
+@env.command()
+@click.argument("name")
+@click.option("--host", default="127.0.0.1", show_default=True, help="Interface to bind (loopback by default).")
+@click.option("--port", default=0, show_default=True, type=int, help="Port (0: pick a free one and print it).")
+@click.option("--max-sessions", default=1024, show_default=True, type=click.IntRange(min=1), help="Session cap (429 above).")
+@click.option("--token", default=None, envvar="AGENTGYM_ENV_TOKEN", help="Require 'Authorization: Bearer TOKEN'.")
+@click.option("--ttl", default=600.0, show_default=True, type=float, help="Close sessions idle this many seconds (0: never).")
+@click.option("--max-body", default=1 << 20, show_default=True, type=click.IntRange(min=64), help="Largest request body in bytes.")
+@click.option("--workers", default=64, show_default=True, type=click.IntRange(min=1), help="Threads running env code.")
+@click.option("--options", "options_json", default=None, help="JSON object of env options (constructor keywords).")
+@click.option("--exit-with-parent", type=int, default=None, hidden=True, help="Stop when this parent process is gone.")
+@click.option("--log-level", default="warning", show_default=True, help="uvicorn log level.")
+def serve(name: str, host: str, port: int, max_sessions: int, token: str | None, ttl: float, max_body: int,
+          workers: int, options_json: str | None, exit_with_parent: int | None, log_level: str) -> None:
+    """Serve env NAME (a registered name or module:Class) over HTTP; see docs/envs.md."""
+    from agentgym_core.env.server import ServerSettings
+    from agentgym_core.env.serving import build_env_server, run_server
+
+    if host not in ("127.0.0.1", "localhost", "::1") and not token:
+        click.secho(f"warning: serving on {host} without --token: anyone who can reach this port can use it",
+                    fg="yellow", err=True)
+    settings = ServerSettings(max_sessions=max_sessions, token=token or None, ttl=ttl, max_body=max_body, workers=workers)
+    server = build_env_server(name, _options(options_json), settings=settings)
+
+    def ready(url: str) -> None:
+        click.echo(f"agentgym env server {name!r} listening on {url}")
+        sys.stdout.flush()
+
+    run_server(server, host, port, on_ready=ready, parent_pid=exit_with_parent, log_level=log_level)
+
+
+@env.command()
+@click.argument("name")
+@click.option("--task-id", default=None, type=int, help="Task id (default: the first of the train split).")
+@click.option("--options", "options_json", default=None, help="JSON object of env options (constructor keywords).")
+def play(name: str, task_id: int | None, options_json: str | None) -> None:
+    """Play env NAME (a registered name or module:Class) in the terminal, one action per line."""
+    from agentgym_core.env.serving import resolve_env
+
+    cls, _ = resolve_env(name)
+    options = _options(options_json)
+    try:
+        instance = cls(**options)
+    except TypeError as exc:
+        raise AgentGymError(f"env {name!r} cannot be built with options {options}: {exc}") from None
+    with instance:
+        if task_id is None:
+            task_id = instance.splits()["train"][0]
+        click.secho(f"# {name}, task {task_id}", bold=True)
+        if instance.instruction:
+            click.echo(instance.instruction.strip())
+        click.echo(f"(action format: {instance.action_format}; end with Ctrl-D)\n")
+        click.echo(instance.reset(task_id=task_id))
+        total, steps = 0.0, 0
+        while True:
+            click.echo("> ", nl=False)
+            line = sys.stdin.readline()
+            if not line:
+                click.echo("\n(end of input)")
+                break
+            action = line.rstrip("\n")
+            if not action.strip():
+                continue
+            obs, reward, done, info = instance.step(action)
+            steps += 1
+            total += float(reward)
+            click.echo(obs)
+            extra = "  (invalid action)" if info.get("invalid_action") else ""
+            click.secho(f"[reward {float(reward):g}  total {total:g}  done {bool(done)}]{extra}", fg="cyan")
+            if done:
+                outcome = "success" if info.get("success") else "ended"
+                click.secho(f"Episode {outcome} after {steps} steps, return {total:g}.", bold=True)
+                break

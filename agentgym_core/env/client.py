@@ -1,0 +1,366 @@
+"""``HTTPEnvPool``: the :class:`~agentgym_core.env.pool.EnvPool` interface over env servers.
+
+Sessions are spread over the servers (least loaded first) and stick to the server that
+created them; a session id reads ``"<server index>:<remote id>"``. Idempotent calls (reset,
+observation, close, info) and numbered steps are retried with backoff on connection errors
+and on 5xx other than an env failure; a server that stays unreachable for
+``unavailable_after`` seconds makes the call raise :class:`EnvUnavailable` (bounded: at
+most ``unavailable_after + timeout``).
+"""
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import time
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import httpx
+from tenacity import (
+    AsyncRetrying,
+    retry_if_exception_type,
+    stop_before_delay,
+    wait_exponential,
+    wait_random,
+)
+
+from .errors import (
+    EnvAuthError,
+    EnvRaised,
+    EnvRequestError,
+    EnvServerFull,
+    EnvSessionNotFound,
+    EnvUnavailable,
+)
+from .pool import EnvPool
+from .transport import StreamTransport
+
+log = logging.getLogger("agentgym.env.client")
+
+#: Errors after which the request surely never reached the server (safe to resend anything).
+_UNSENT = (httpx.ConnectError, httpx.ConnectTimeout, httpx.PoolTimeout)
+_RETRY_STATUS = (502, 503, 504)
+_JSON = {"content-type": "application/json"}
+_MAX_BATCH = 256
+_NOT_JSON = object()
+
+
+class _Retry(Exception):
+    """One failed attempt that may be retried; ``cause`` says why."""
+
+    def __init__(self, cause: str) -> None:
+        super().__init__(cause)
+        self.cause = cause
+
+
+class HTTPEnvPool(EnvPool):
+    """Async, pooled client of one or more env servers serving the same env."""
+
+    def __init__(
+        self,
+        urls: Sequence[str],
+        *,
+        token: str | None = None,
+        timeout: float = 60.0,
+        unavailable_after: float = 30.0,
+        max_connections: int = 1024,
+        fast_transport: bool = True,
+        batch: bool = True,
+        on_close: Callable[[], Any] | None = None,
+    ) -> None:
+        if not urls:
+            raise ValueError("HTTPEnvPool needs at least one server URL")
+        self.urls = [u.rstrip("/") for u in urls]
+        self.token = token
+        self.timeout = float(timeout)
+        self.unavailable_after = float(unavailable_after)
+        self.max_connections = max_connections
+        #: Use :class:`~agentgym_core.env.transport.StreamTransport` (False: httpx's default transport).
+        self.fast_transport = fast_transport
+        #: Send concurrent numbered steps to the same server as one ``POST /batch`` (agentgym servers only).
+        self.batch = batch
+        self._queues: dict[int, list[tuple[dict[str, Any], asyncio.Future]]] = {}
+        self._flushing: set[asyncio.Task] = set()
+        self.on_close = on_close
+        self._load = [0] * len(self.urls)
+        self._failed_at = [0.0] * len(self.urls)
+        self._open: set[str] = set()
+        self._turn = 0
+        self._client: httpx.AsyncClient | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None
+
+    # -- transport ---------------------------------------------------------------------------
+    def _http(self) -> httpx.AsyncClient:
+        loop = asyncio.get_running_loop()
+        if self._client is None or self._loop is not loop:
+            headers = {"accept-encoding": "identity"}
+            if self.token:
+                headers["authorization"] = f"Bearer {self.token}"
+            timeout = httpx.Timeout(self.timeout, connect=min(self.timeout, 5.0))
+            if self.fast_transport:
+                transport = StreamTransport(max_idle=self.max_connections)
+                self._client = httpx.AsyncClient(headers=headers, timeout=timeout, transport=transport)
+            else:
+                limits = httpx.Limits(max_connections=self.max_connections, max_keepalive_connections=self.max_connections)
+                self._client = httpx.AsyncClient(headers=headers, timeout=timeout, limits=limits)
+            self._loop = loop
+        return self._client
+
+    async def _attempt(self, server: int, method: str, path: str, body: Any, params: Any, idempotent: bool) -> httpx.Response:
+        url = self.urls[server]
+        try:
+            content = None if body is None else json.dumps(body, separators=(",", ":")).encode()
+            resp = await self._http().request(method, url + path, content=content, params=params, headers=_JSON if content else None)
+        except _UNSENT as exc:
+            self._failed_at[server] = time.monotonic()
+            raise _Retry(f"{type(exc).__name__}: {exc}") from exc
+        except httpx.TransportError as exc:
+            self._failed_at[server] = time.monotonic()
+            if idempotent:
+                raise _Retry(f"{type(exc).__name__}: {exc}") from exc
+            raise EnvUnavailable(
+                f"env server {url} failed during {method} {path} ({type(exc).__name__}: {exc}); not retried "
+                "because the call is not idempotent (steps sent with a seq number are retried)"
+            ) from exc
+        status = resp.status_code
+        # 500 with "needs_reset" is the env's own failure: the same answer again, so not retried
+        if idempotent and (status in _RETRY_STATUS or (status == 500 and b'"needs_reset"' not in resp.content)):
+            raise _Retry(f"HTTP {status}: {resp.text[:200]}")
+        return resp
+
+    async def _call(self, server: int, method: str, path: str, *, body: Any = None, params: Any = None,
+                    idempotent: bool = True, bound: float | None = None) -> Any:
+        """One request, retried while allowed; returns the decoded JSON or raises a clear error."""
+        bound = self.unavailable_after if bound is None else bound
+        try:  # the common case: one request, no retry machinery
+            resp = await self._attempt(server, method, path, body, params, idempotent)
+        except _Retry as exc:
+            if bound <= 0:
+                raise self._unavailable(server, method, path, bound, exc.cause) from None
+            retrying = AsyncRetrying(
+                stop=stop_before_delay(bound),
+                wait=wait_exponential(multiplier=0.05, max=1.0) + wait_random(0, 0.05),
+                retry=retry_if_exception_type(_Retry),
+                reraise=True,
+            )
+            try:
+                async for attempt in retrying:
+                    with attempt:
+                        resp = await self._attempt(server, method, path, body, params, idempotent)
+            except _Retry as again:
+                raise self._unavailable(server, method, path, bound, again.cause) from None
+        return _decode(resp, self.urls[server], f"{method} {path}")
+
+    def _unavailable(self, server: int, method: str, path: str, bound: float, cause: str) -> EnvUnavailable:
+        return EnvUnavailable(
+            f"env server {self.urls[server]} stayed unavailable for {bound:g}s (env.unavailable_after) "
+            f"on {method} {path}: {cause}. Is the server running and reachable?"
+        )
+
+    def _parse(self, session: str) -> tuple[int, int]:
+        server, sep, rid = str(session).partition(":")
+        if not sep or not server.isdigit() or not rid.isdigit() or int(server) >= len(self.urls):
+            raise EnvSessionNotFound(
+                f"{session!r} is not a session of this env pool (expected '<server>:<id>' from create())",
+                status=404, url="-", endpoint="-", server_message="",
+            )
+        return int(server), int(rid)
+
+    # -- EnvPool -----------------------------------------------------------------------------
+    async def create(self) -> str:
+        """Open a session on the least-loaded live server; full or dead servers are skipped."""
+        deadline = time.monotonic() + self.unavailable_after
+        delay = 0.05
+        while True:
+            problems: list[str] = []
+            full: EnvServerFull | None = None
+            for server in self._order():
+                try:
+                    data = await self._call(server, "POST", "/create", body={}, idempotent=False, bound=0)
+                except EnvUnavailable as exc:
+                    problems.append(str(exc))
+                    continue
+                except EnvServerFull as exc:
+                    full = exc
+                    continue
+                session = f"{server}:{_int(data, 'id', self.urls[server])}"
+                self._load[server] += 1
+                self._open.add(session)
+                return session
+            if full is not None and not problems:
+                raise full
+            if time.monotonic() + delay > deadline:
+                if full is not None:
+                    raise full
+                raise EnvUnavailable(
+                    f"no env server reachable for {self.unavailable_after:g}s (env.unavailable_after) to create a "
+                    f"session; tried {', '.join(self.urls)}. Last error: {problems[-1] if problems else '-'}"
+                )
+            await asyncio.sleep(delay)
+            delay = min(delay * 2, 1.0)
+
+    def _order(self) -> list[int]:
+        """Servers by (recently failed, open sessions), rotating ties so creation spreads evenly."""
+        self._turn += 1
+        n = len(self.urls)
+        now = time.monotonic()
+        return sorted(range(n), key=lambda i: (now - self._failed_at[i] < 5.0, self._load[i], (i - self._turn) % n))
+
+    async def reset(self, session: str, task_id: int) -> str:
+        server, rid = self._parse(session)
+        data = await self._call(server, "POST", "/reset", body={"id": rid, "data_idx": int(task_id)})
+        return data["observation"] if isinstance(data, dict) else str(data)
+
+    async def step(self, session: str, action: str, seq: int | None = None) -> tuple[str, float, bool, dict]:
+        server, rid = self._parse(session)
+        body: dict[str, Any] = {"id": rid, "action": action}
+        if seq is not None:
+            body["seq"] = int(seq)
+        if seq is not None and self.batch:
+            data = await self._batched(server, body)
+        else:
+            data = await self._call(server, "POST", "/step", body=body, idempotent=seq is not None)
+        return str(data["observation"]), float(data["reward"]), bool(data["done"]), dict(data.get("info") or {})
+
+    async def _batched(self, server: int, body: dict[str, Any]) -> Any:
+        """Queue a numbered step; the steps queued during one event-loop pass go out together."""
+        loop = asyncio.get_running_loop()
+        future = loop.create_future()
+        queue = self._queues.setdefault(server, [])
+        queue.append(({"op": "step", **body}, future))
+        if len(queue) == 1:
+            loop.call_soon(self._start_flush, server)
+        return await future
+
+    def _start_flush(self, server: int) -> None:
+        task = asyncio.get_running_loop().create_task(self._flush(server))
+        self._flushing.add(task)  # keep a reference until it is done
+        task.add_done_callback(self._flushing.discard)
+
+    async def _flush(self, server: int) -> None:
+        items = self._queues.pop(server, [])
+        try:
+            for start in range(0, len(items), _MAX_BATCH):
+                chunk = items[start:start + _MAX_BATCH]
+                try:
+                    outcomes = await self._send_chunk(server, [op for op, _ in chunk])
+                except Exception as exc:  # the whole request failed: every step in it fails the same way
+                    outcomes = [exc] * len(chunk)
+                for (_, future), outcome in zip(chunk, outcomes, strict=True):
+                    if future.done():
+                        continue
+                    if isinstance(outcome, BaseException):
+                        future.set_exception(outcome)
+                    else:
+                        future.set_result(outcome)
+        finally:  # never leave a caller waiting, even if this task is cancelled
+            for _, future in items:
+                if not future.done():
+                    future.set_exception(EnvUnavailable(f"env step to {self.urls[server]} was abandoned (client shutting down)"))
+
+    async def _send_chunk(self, server: int, ops: list[dict[str, Any]]) -> list[Any]:
+        """Answers (or exceptions) for *ops*, in order: one ``/step`` for a single op, else one ``/batch``."""
+        url = self.urls[server]
+        if len(ops) == 1:
+            return [await self._call(server, "POST", "/step", body={k: v for k, v in ops[0].items() if k != "op"})]
+        data = await self._call(server, "POST", "/batch", body={"ops": ops})
+        results = data.get("results") if isinstance(data, dict) else None
+        if not isinstance(results, list) or len(results) != len(ops):
+            raise EnvRequestError(f"env server {url} answered POST /batch with {len(results or [])} results for "
+                                  f"{len(ops)} ops", status=200, url=url, endpoint="POST /batch", server_message="")
+        outcomes: list[Any] = []
+        for result in results:
+            try:
+                outcomes.append(_result(result["status"], result["body"], "", url, "POST /step"))
+            except EnvRequestError as exc:
+                outcomes.append(exc)
+            except (KeyError, TypeError):
+                outcomes.append(EnvRequestError(f"env server {url} sent a malformed batch result {result!r:.200}",
+                                                status=200, url=url, endpoint="POST /batch", server_message=""))
+        return outcomes
+
+    async def observation(self, session: str) -> str:
+        """The session's latest observation."""
+        server, rid = self._parse(session)
+        data = await self._call(server, "GET", "/observation", params={"id": rid})
+        return data if isinstance(data, str) else str(data)
+
+    async def close(self, session: str) -> None:
+        server, rid = self._parse(session)
+        if session in self._open:
+            self._open.discard(session)
+            self._load[server] -= 1
+        try:
+            await self._call(server, "POST", "/close", body={"id": rid}, bound=min(self.unavailable_after, 5.0))
+        except EnvSessionNotFound:
+            pass  # already closed or reaped: closing is idempotent
+        except EnvUnavailable as exc:
+            log.warning("could not close env session %s: %s", session, exc)
+
+    async def info(self) -> dict[str, Any]:
+        last: Exception | None = None
+        for server in self._order():
+            try:
+                return await self._call(server, "GET", "/info", bound=min(self.unavailable_after, 5.0))
+            except EnvUnavailable as exc:
+                last = exc
+        assert last is not None
+        raise last
+
+    async def health(self) -> list[dict[str, Any] | None]:
+        """``GET /health`` of every server (None where it does not answer)."""
+        async def one(i: int) -> dict[str, Any] | None:
+            try:
+                return await self._call(i, "GET", "/health", bound=0)
+            except EnvUnavailable:
+                return None
+
+        return list(await asyncio.gather(*(one(i) for i in range(len(self.urls)))))
+
+    async def aclose(self) -> None:
+        try:
+            if self._open and self._client is not None and self._loop is asyncio.get_running_loop():
+                await asyncio.wait_for(
+                    asyncio.gather(*(self.close(s) for s in list(self._open)), return_exceptions=True), 5.0
+                )
+        except (asyncio.TimeoutError, RuntimeError):
+            pass
+        finally:
+            if self._client is not None:
+                try:
+                    await self._client.aclose()
+                except RuntimeError:  # its event loop is gone
+                    pass
+                self._client = None
+            if self.on_close is not None:
+                callback, self.on_close = self.on_close, None
+                callback()
+
+
+def _int(data: Any, key: str, url: str) -> int:
+    if isinstance(data, dict) and isinstance(data.get(key), int):
+        return data[key]
+    raise EnvRequestError(f"env server {url} answered POST /create without an integer {key!r}: {data!r:.200}",
+                          status=200, url=url, endpoint="POST /create", server_message=str(data)[:200])
+
+
+def _decode(resp: httpx.Response, url: str, endpoint: str) -> Any:
+    try:
+        data = resp.json()
+    except ValueError:
+        data = _NOT_JSON
+    return _result(resp.status_code, data, resp.text, url, endpoint)
+
+
+def _result(status: int, data: Any, text: str, url: str, endpoint: str) -> Any:
+    """The JSON *data* of a 2xx answer, else the matching :class:`EnvRequestError`."""
+    if 200 <= status < 300:
+        if data is _NOT_JSON:
+            raise EnvRequestError(f"env server {url} answered {endpoint} with non-JSON: {text[:200]!r}",
+                                  status=status, url=url, endpoint=endpoint, server_message=text[:200])
+        return data
+    message = data.get("error") if isinstance(data, dict) and "error" in data else text[:500]
+    cls = {401: EnvAuthError, 404: EnvSessionNotFound, 429: EnvServerFull, 500: EnvRaised}.get(status, EnvRequestError)
+    raise cls(f"env server {url} answered {status} to {endpoint}: {message}",
+              status=status, url=url, endpoint=endpoint, server_message=str(message))

@@ -1,0 +1,398 @@
+"""The env server: many sessions of one registered env behind an AgentGym-compatible JSON API.
+
+Each session is one ``BaseEnv`` instance. Env code is blocking, so it runs in a thread pool;
+a per-session lock serialises one session's calls while other sessions proceed. A step that
+carries ``seq`` is applied at most once: repeating the last ``seq`` returns the stored result.
+The wire format is documented in docs/envs.md and served at ``GET /openapi.json``.
+"""
+from __future__ import annotations
+
+import asyncio
+import functools
+import hmac
+import itertools
+import json
+import logging
+import math
+import time
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from contextlib import asynccontextmanager
+from dataclasses import dataclass
+from typing import Any
+
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import Response
+from starlette.routing import Route
+
+from .base import BaseEnv
+from .openapi import openapi_schema
+from .wire import EXAMPLES, HTTPError, check_step, describe_value, int_field
+
+log = logging.getLogger("agentgym.env.server")
+
+
+@dataclass
+class ServerSettings:
+    """Limits of one server process (``agentgym env serve`` options)."""
+
+    max_sessions: int = 1024
+    #: Bearer token every request but ``/health`` and ``/openapi.json`` must carry (None: open).
+    token: str | None = None
+    #: Seconds a session may stay idle before it is closed (0: never).
+    ttl: float = 600.0
+    #: Largest accepted request body in bytes (413 above).
+    max_body: int = 1 << 20
+    #: Threads running env code (one call per session at a time).
+    workers: int = 64
+
+
+class Session:
+    """One env instance, its lock and what exactly-once needs (the last applied step)."""
+
+    __slots__ = ("id", "env", "lock", "last_used", "last_seq", "stored", "observation", "score", "done", "needs_reset")
+
+    def __init__(self, sid: int, env: BaseEnv) -> None:
+        self.id, self.env = sid, env
+        self.lock = asyncio.Lock()
+        self.last_used = time.monotonic()
+        self.last_seq = 0
+        self.stored: tuple[int, dict] | None = None
+        self.observation = ""
+        self.score = 0.0
+        self.done = False
+        self.needs_reset = True  # no episode until the first reset
+
+
+def _jsonable(obj: Any) -> Any:
+    if hasattr(obj, "item"):  # numpy scalars
+        return obj.item()
+    if hasattr(obj, "tolist"):
+        return obj.tolist()
+    if isinstance(obj, (set, frozenset, tuple)):
+        return list(obj)
+    return str(obj)
+
+
+def _finite(obj: Any) -> Any:
+    if isinstance(obj, float) and not math.isfinite(obj):
+        return None
+    if isinstance(obj, dict):
+        return {k: _finite(v) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return [_finite(v) for v in obj]
+    return obj
+
+
+def json_response(body: Any, status: int = 200, headers: dict[str, str] | None = None) -> Response:
+    """Strict JSON: numpy scalars become numbers, sets lists, NaN/inf null (never invalid JSON)."""
+    try:
+        data = json.dumps(body, ensure_ascii=False, separators=(",", ":"), default=_jsonable, allow_nan=False)
+    except ValueError:
+        data = json.dumps(_finite(json.loads(json.dumps(body, default=_jsonable))), ensure_ascii=False,
+                          separators=(",", ":"), allow_nan=False)
+    return Response(data.encode(), status_code=status, headers=headers, media_type="application/json")
+
+
+class EnvServer:
+    """The ASGI app (``.app``) serving sessions built by *factory* under the env name *name*."""
+
+    def __init__(
+        self,
+        factory: Callable[[], BaseEnv],
+        *,
+        name: str,
+        version: str | None = None,
+        distribution: str | None = None,
+        settings: ServerSettings | None = None,
+    ) -> None:
+        self.factory = factory
+        self.name = name
+        self.version = version
+        self.distribution = distribution
+        self.settings = settings or ServerSettings()
+        self.sessions: dict[int, Session] = {}
+        self._ids = itertools.count()
+        self._creating = 0
+        self._pool = ThreadPoolExecutor(max_workers=self.settings.workers, thread_name_prefix=f"env-{name}")
+        self._token = self.settings.token.encode() if self.settings.token else None
+        self._info: dict[str, Any] | None = None
+        self.reaped = 0
+        routes = [
+            Route("/create", self._endpoint(self.create), methods=["POST"]),
+            Route("/reset", self._endpoint(self.reset), methods=["POST"]),
+            Route("/step", self._endpoint(self.step), methods=["POST"]),
+            Route("/batch", self._endpoint(self.batch), methods=["POST"]),
+            Route("/observation", self._endpoint(self.observation), methods=["GET"]),
+            Route("/close", self._endpoint(self.close), methods=["POST"]),
+            Route("/health", self._endpoint(self.health, auth=False), methods=["GET"]),
+            Route("/info", self._endpoint(self.info), methods=["GET"]),
+            Route("/openapi.json", self._endpoint(self.openapi, auth=False), methods=["GET"]),
+        ]
+        self.app = Starlette(
+            routes=routes,
+            lifespan=self._lifespan,
+            exception_handlers={404: self._not_found, 405: self._not_allowed},
+        )
+
+    # -- plumbing ----------------------------------------------------------------------------
+    async def _run(self, fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
+        loop = asyncio.get_running_loop()
+        return await loop.run_in_executor(self._pool, functools.partial(fn, *args, **kwargs))
+
+    def _endpoint(self, handler: Callable[[Request], Any], auth: bool = True) -> Callable[[Request], Any]:
+        async def endpoint(request: Request) -> Response:
+            try:
+                if auth and self._token is not None:
+                    self._check_token(request)
+                result = await handler(request)
+                if isinstance(result, tuple):
+                    return json_response(result[1], status=result[0])
+                return json_response(result)
+            except HTTPError as exc:
+                headers = {"WWW-Authenticate": "Bearer"} if exc.status == 401 else None
+                if exc.status == 429:
+                    headers = {"Retry-After": "1"}
+                return json_response({"error": exc.message, **exc.extra}, exc.status, headers)
+            except Exception as exc:  # a bug in the server itself: still answer in JSON
+                log.exception("internal error on %s", request.url.path)
+                return json_response({"error": f"internal server error: {type(exc).__name__}: {exc}"}, 500)
+
+        return endpoint
+
+    def _check_token(self, request: Request) -> None:
+        header = request.headers.get("authorization", "")
+        scheme, _, value = header.partition(" ")
+        if scheme.lower() != "bearer" or not hmac.compare_digest(value.strip().encode(), self._token or b""):
+            raise HTTPError(401, "missing or wrong bearer token: send the header 'Authorization: Bearer <token>' "
+                                 "with the token the server was started with (--token / env.token)")
+
+    async def _not_found(self, request: Request, exc: Exception) -> Response:
+        return json_response({"error": f"no endpoint {request.url.path}; see GET /openapi.json"}, 404)
+
+    async def _not_allowed(self, request: Request, exc: Exception) -> Response:
+        return json_response({"error": f"method {request.method} not allowed on {request.url.path}"}, 405,
+                             headers=getattr(exc, "headers", None))  # starlette's Allow header (RFC 9110)
+
+    async def _body(self, request: Request, *, required: bool = True) -> dict[str, Any]:
+        limit = self.settings.max_body
+        length = request.headers.get("content-length")
+        if length is not None:
+            if not length.isdigit():
+                raise HTTPError(400, f"bad Content-Length header {length!r}")
+            if int(length) > limit:
+                raise HTTPError(413, f"request body of {length} bytes exceeds the server limit of {limit} bytes (--max-body)")
+        chunks, size = [], 0
+        async for chunk in request.stream():
+            size += len(chunk)
+            if size > limit:
+                raise HTTPError(413, f"request body exceeds the server limit of {limit} bytes (--max-body)")
+            chunks.append(chunk)
+        raw = b"".join(chunks)
+        if not raw.strip():
+            if required:
+                raise HTTPError(422, f"{request.url.path} needs a JSON object body, e.g. {EXAMPLES[request.url.path]}")
+            return {}
+        try:
+            data = json.loads(raw)
+        except (ValueError, UnicodeDecodeError, RecursionError) as exc:  # RecursionError: absurdly deep nesting
+            raise HTTPError(400, f"request body is not valid JSON: {exc}") from None
+        if not isinstance(data, dict):
+            raise HTTPError(422, f"request body must be a JSON object, e.g. {EXAMPLES[request.url.path]}; got {type(data).__name__}")
+        return data
+
+    def _session(self, raw_id: Any) -> Session:
+        sid = int_field("id", raw_id, minimum=0)
+        session = self.sessions.get(sid)
+        if session is None:
+            raise HTTPError(404, f"unknown session id {sid} on env server {self.name!r}: it was closed, reaped after "
+                                 f"{self.settings.ttl:g}s idle, or never created; POST /create a new one")
+        session.last_used = time.monotonic()
+        return session
+
+    # -- endpoints ---------------------------------------------------------------------------
+    async def create(self, request: Request) -> dict[str, Any]:
+        await self._body(request, required=False)  # AgentGym clients may send options; ignored
+        if len(self.sessions) + self._creating >= self.settings.max_sessions:
+            raise HTTPError(429, f"env server {self.name!r} holds its maximum of {self.settings.max_sessions} "
+                                 "sessions; close some, raise --max-sessions (env.max_sessions) or add servers")
+        self._creating += 1
+        try:
+            env = await self._run(self.factory)
+        except Exception as exc:
+            raise HTTPError(500, f"env {self.name!r} failed to construct: {type(exc).__name__}: {exc}") from None
+        finally:
+            self._creating -= 1
+        sid = next(self._ids)
+        self.sessions[sid] = Session(sid, env)
+        # "observation" for AgentGym clients that read one at create (TextCraft's); empty until reset
+        return {"id": sid, "observation": ""}
+
+    async def reset(self, request: Request) -> Any:
+        return await self.do_reset(await self._body(request))
+
+    async def do_reset(self, body: dict[str, Any]) -> Any:
+        session = self._session(body.get("id"))
+        task_id = int_field("data_idx", body.get("data_idx"), minimum=0)
+        seed = None if body.get("seed") is None else int_field("seed", body.get("seed"))
+        async with session.lock:
+            if self.sessions.get(session.id) is not session:
+                raise HTTPError(404, f"session id {session.id} was closed while this reset waited")
+            try:
+                obs = await self._run(session.env.reset, task_id=task_id, seed=seed)
+            except Exception as exc:
+                session.needs_reset = True
+                return 500, {"error": f"env {self.name!r} raised in reset(task_id={task_id}): {type(exc).__name__}: {exc}",
+                             "session": "open", "needs_reset": True}
+            if not isinstance(obs, str):
+                session.needs_reset = True
+                return 500, {"error": f"env {self.name!r} reset() returned {type(obs).__name__}, expected str",
+                             "session": "open", "needs_reset": True}
+            session.last_seq, session.stored = 0, None
+            session.observation, session.score, session.done, session.needs_reset = obs, 0.0, False, False
+            session.last_used = time.monotonic()
+        return {"id": session.id, "observation": obs, "reward": 0.0, "score": 0.0, "done": False}
+
+    async def step(self, request: Request) -> Any:
+        return await self.do_step(await self._body(request))
+
+    async def do_step(self, body: dict[str, Any]) -> Any:
+        session = self._session(body.get("id"))
+        action = body.get("action")
+        if not isinstance(action, str):
+            raise HTTPError(422, f"'action' must be a string, got {describe_value(action)}")
+        seq = None if body.get("seq") is None else int_field("seq", body.get("seq"), minimum=1)
+        async with session.lock:
+            if self.sessions.get(session.id) is not session:
+                raise HTTPError(404, f"session id {session.id} was closed while this step waited")
+            if seq is not None and session.stored is not None and seq == session.last_seq:
+                return session.stored  # a retried step: the stored result, not a second action
+            if seq is not None and seq <= session.last_seq:
+                raise HTTPError(409, f"step seq {seq} is older than the last applied step {session.last_seq} "
+                                     "of this episode; only the last step's result is kept")
+            if session.needs_reset:
+                raise HTTPError(409, f"session {session.id} has no episode running (never reset, or the env raised); "
+                                     "POST /reset first")
+            result = await self._apply_step(session, action)
+            if seq is not None:
+                session.last_seq, session.stored = seq, result
+            session.last_used = time.monotonic()
+            return result
+
+    async def _apply_step(self, session: Session, action: str) -> tuple[int, dict]:
+        try:
+            out = await self._run(session.env.step, action)
+            obs, reward, done, info = out
+            problem = check_step(obs, reward, done, info)
+        except Exception as exc:
+            problem = f"raised in step: {type(exc).__name__}: {exc}"
+        if problem:
+            session.needs_reset = True
+            return 500, {"error": f"env {self.name!r} {problem}; the episode is over, POST /reset to start another",
+                         "session": "open", "needs_reset": True}
+        reward = float(reward)
+        session.observation, session.done = obs, bool(done)
+        session.score += reward
+        return 200, {"observation": obs, "reward": reward, "score": session.score, "done": bool(done), "info": info}
+
+    async def batch(self, request: Request) -> dict[str, Any]:
+        """Many step/reset ops (of different sessions) in one request; each gets its own status."""
+        body = await self._body(request)
+        ops = body.get("ops")
+        if not isinstance(ops, list) or not ops:
+            raise HTTPError(422, "'ops' must be a non-empty list like "
+                                 '[{"op": "step", "id": 0, "action": "turn left", "seq": 3}, {"op": "reset", "id": 1, "data_idx": 7}]')
+        results = await asyncio.gather(*(self._batch_op(op) for op in ops))
+        return {"results": results}
+
+    async def _batch_op(self, op: Any) -> dict[str, Any]:
+        try:
+            if not isinstance(op, dict):
+                raise HTTPError(422, f"each op must be a JSON object, got {describe_value(op)}")
+            handler = {"step": self.do_step, "reset": self.do_reset}.get(op.get("op"))
+            if handler is None:
+                raise HTTPError(422, f"'op' must be 'step' or 'reset', got {describe_value(op.get('op'))}")
+            result = await handler(op)
+        except HTTPError as exc:
+            return {"status": exc.status, "body": {"error": exc.message, **exc.extra}}
+        if isinstance(result, tuple):
+            return {"status": result[0], "body": result[1]}
+        return {"status": 200, "body": result}
+
+    async def observation(self, request: Request) -> Any:
+        session = self._session(request.query_params.get("id"))
+        return session.observation  # a bare JSON string, as the AgentGym servers answer
+
+    async def close(self, request: Request) -> dict[str, Any]:
+        body = await self._body(request)
+        session = self._session(body.get("id"))
+        self.sessions.pop(session.id, None)
+        async with session.lock:
+            await self._close_env(session)
+        return {"id": session.id, "closed": True}
+
+    async def health(self, request: Request) -> dict[str, Any]:
+        return {"status": "ok", "env": self.name, "sessions": len(self.sessions),
+                "max_sessions": self.settings.max_sessions}
+
+    async def info(self, request: Request) -> dict[str, Any]:
+        if self._info is None:
+            self._info = await self._run(self._describe)
+        return {**self._info, "sessions": len(self.sessions), "max_sessions": self.settings.max_sessions}
+
+    async def openapi(self, request: Request) -> dict[str, Any]:
+        return openapi_schema(self.name, self.version)
+
+    def _describe(self) -> dict[str, Any]:
+        env = self.factory()
+        try:
+            desc = env.describe()
+            categories: dict[str, dict[str, int]] = {}
+            for split, ids in env.splits().items():
+                if len(ids) > 200_000:
+                    continue
+                counts: dict[str, int] = {}
+                for tid in ids:
+                    cat = env.category(tid)
+                    if cat is not None:
+                        counts[cat] = counts.get(cat, 0) + 1
+                if counts:
+                    categories[split] = counts
+        finally:
+            env.close()
+        out = {"name": self.name, "version": self.version, "distribution": self.distribution, **desc}
+        if categories:
+            out["categories"] = categories
+        return out
+
+    # -- lifecycle ---------------------------------------------------------------------------
+    async def _close_env(self, session: Session) -> None:
+        try:
+            await self._run(session.env.close)
+        except Exception:  # a failing close must not take the server down
+            log.exception("env %r session %s raised in close()", self.name, session.id)
+
+    async def _reap(self) -> None:
+        ttl = self.settings.ttl
+        while True:
+            await asyncio.sleep(max(0.05, min(ttl / 4, 5.0)))
+            now = time.monotonic()
+            for sid, session in list(self.sessions.items()):
+                if not session.lock.locked() and now - session.last_used > ttl:
+                    self.sessions.pop(sid, None)
+                    self.reaped += 1
+                    await self._close_env(session)
+
+    @asynccontextmanager
+    async def _lifespan(self, app: Starlette):
+        reaper = asyncio.create_task(self._reap()) if self.settings.ttl > 0 else None
+        try:
+            yield
+        finally:
+            if reaper is not None:
+                reaper.cancel()
+            for session in list(self.sessions.values()):
+                await self._close_env(session)
+            self.sessions.clear()
+            self._pool.shutdown(wait=False, cancel_futures=True)
