@@ -1,0 +1,65 @@
+"""Pick the device backend a run uses: ``backend: auto | cpu | cuda | npu | <plugin name>``.
+
+``auto`` takes the first available of ``cuda`` then ``npu`` (when their plugin is installed)
+and falls back to ``cpu``. A backend asked for by name that cannot run here is an error that
+says why in one line and how to fix it. Nothing here imports torch; the backends do, lazily.
+"""
+from __future__ import annotations
+
+from typing import Any
+
+from .errors import AgentGymError
+
+#: The order ``auto`` tries accelerators in before falling back to ``cpu``.
+AUTO_ORDER = ("cuda", "npu")
+
+
+class BackendUnavailableError(AgentGymError):
+    """The configured backend cannot run on this machine (no device, vendor module missing)."""
+
+
+def _section_name(backend_cfg: Any) -> str:
+    if backend_cfg is None:
+        return "auto"
+    if isinstance(backend_cfg, str):
+        return backend_cfg
+    return str(backend_cfg.get("name") or "auto")
+
+
+def probe_backends(manager: Any) -> list[tuple[str, bool, str]]:
+    """``(name, available, why_not)`` for each backend ``auto`` would try, in order, then ``cpu``."""
+    registry = manager.registry("backends")
+    report = []
+    for name in (*AUTO_ORDER, "cpu"):
+        if name not in registry:
+            report.append((name, False, "not installed (its plugin is missing)"))
+            continue
+        try:
+            ok, why = registry.build(name).is_available()
+        except AgentGymError as exc:
+            ok, why = False, str(exc)
+        report.append((name, ok, why))
+    return report
+
+
+def resolve_backend(manager: Any, backend_cfg: Any = None) -> Any:
+    """Build the backend that *backend_cfg* (the run config's ``backend`` section) selects.
+
+    :raises BackendUnavailableError: a backend requested by name is not usable here.
+    """
+    from .config import build_component
+
+    name = _section_name(backend_cfg)
+    registry = manager.registry("backends")
+    if name == "auto":
+        for candidate, ok, _ in probe_backends(manager):
+            if ok:
+                return registry.build(candidate)
+        raise BackendUnavailableError("backend 'auto' found no usable backend, not even 'cpu'; check `agentgym plugins`")
+    section = {"name": name} if isinstance(backend_cfg, str) else backend_cfg
+    backend = build_component(manager, "backends", section)
+    ok, why = backend.is_available()
+    if not ok:
+        hint = getattr(backend, "install_hint", "") or "fix the device setup"
+        raise BackendUnavailableError(f"backend {name!r} requested but {why}; {hint} or use backend: cpu")
+    return backend

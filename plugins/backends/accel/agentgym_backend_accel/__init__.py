@@ -1,0 +1,1 @@
+"""Accelerator backends: CUDA GPUs and Ascend NPUs."""

@@ -1,0 +1,1 @@
+"""The ``codefix`` env: repair HumanEval programs with injected bugs, tests run in a sandbox."""

@@ -1,0 +1,1 @@
+"""Turn-horizon schedulers: ScalingInter-RL stages, a linear ramp, and a success-driven curriculum."""
