@@ -1,0 +1,220 @@
+"""GPU throughput: rollout tokens/s with the hf engine, trainer tokens/s and MFU, peak memory.
+
+    python bench/gpu.py            # ~0.5B random Qwen2-shaped model on cuda (fits in 8 min on one H200)
+    python bench/gpu.py --smoke    # tiny model on CPU, seconds: checks the script, not the card
+
+No weights travel: the model is randomly initialised from a config over the bundled SmolLM2
+tokenizer. Rollout drives ``agentgym_core.rollout.runner.rollout`` with an in-process echo env
+(so env time is ~0 and the engine is measured); training runs the ``rl`` trainer's
+``Updater`` (GRPO, bf16 autocast, AdamW) on those trajectories. MFU counts 6*params*tokens
+FLOPs against ``--peak-tflops`` (790 bf16 TFLOP/s measured on an H200). Prints a table and
+writes ``$OUT/gpu_bench.json`` when ``OUT`` is set.
+"""
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import platform
+import random
+import resource
+import sys
+import time
+from datetime import datetime, timezone
+
+
+def _echo_env():
+    from agentgym_core import BaseEnv
+
+    class Echo(BaseEnv):
+        instruction = "Reply with anything; the episode lasts a fixed number of turns."
+        action_format = "free"
+
+        def reset(self, *, task_id=None, seed=None):
+            self.n = 0
+            return f"Task {task_id}: you are in a room with a red ball, a blue key and a green door. What do you do?"
+
+        def step(self, action):
+            self.n += 1
+            return f"Step {self.n}: nothing happens. You see a red ball and a door.", 0.0, False, {}
+
+    return Echo
+
+
+def _model(tok, smoke: bool, device: str, dtype):
+    import torch
+    from transformers import Qwen2Config, Qwen2ForCausalLM
+
+    shape = (dict(hidden_size=64, intermediate_size=128, num_hidden_layers=2, num_attention_heads=4, num_key_value_heads=2)
+             if smoke else  # Qwen2.5-0.5B's body (30 layers instead of 24 to reach ~0.5B with a 49k vocab)
+             dict(hidden_size=896, intermediate_size=4864, num_hidden_layers=30, num_attention_heads=14, num_key_value_heads=2))
+    cfg = Qwen2Config(vocab_size=len(tok), max_position_embeddings=8192, tie_word_embeddings=True,
+                      bos_token_id=tok.bos_token_id, eos_token_id=tok.eos_token_id, pad_token_id=tok.pad_token_id, **shape)
+    torch.manual_seed(0)
+    model = Qwen2ForCausalLM(cfg).to(device=device, dtype=dtype)
+    model.eval()
+    return model
+
+
+def _peak_reset(device: str) -> None:
+    import torch
+
+    if device.startswith("cuda"):
+        torch.cuda.synchronize()
+        torch.cuda.reset_peak_memory_stats()
+
+
+def _peak_gib(device: str) -> float:
+    import torch
+
+    if device.startswith("cuda"):
+        torch.cuda.synchronize()
+        return torch.cuda.max_memory_allocated() / 2**30
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20  # process RSS high-water mark
+
+
+def bench_rollout(model, tok, device: str, batch: int, turns: int, new_tokens: int) -> tuple[dict, list]:
+    from agentgym_core.env.pool import LocalEnvPool
+    from agentgym_core.rollout.runner import rollout
+    from agentgym_engine_hf.engine import HFEngine
+
+    env = _echo_env()
+    engine = HFEngine(model, tok, max_batch_size=batch, max_cached_episodes=batch)
+    kwargs = dict(max_turns=turns, instruction=env.instruction, action_format="free",
+                  rollout_cfg={"max_new_tokens": new_tokens, "concurrency": batch, "temperature": 1.0,
+                               "max_episode_tokens": 8192})
+    asyncio.run(rollout(engine, LocalEnvPool(env), [(i, i) for i in range(min(batch, 4))], seed=1, **kwargs))  # warm-up
+    _peak_reset(device)
+    stats: dict = {}
+    start = time.perf_counter()
+    trajs = asyncio.run(rollout(engine, LocalEnvPool(env), [(i, i) for i in range(batch)], seed=0, stats=stats, **kwargs))
+    wall = time.perf_counter() - start
+    generated = sum(sum(t.loss_mask) for t in trajs)
+    total = sum(len(t.token_ids) for t in trajs)
+    prefill = sum(t.prefill_tokens for t in trajs)
+    engine.close()
+    return {"phase": f"rollout hf engine, batch {batch}", "seconds": wall, "tokens": generated,
+            "tokens_per_s": generated / wall, "episode_tokens": total, "prefill_tokens": prefill,
+            "mean_batch": stats.get("mean_batch"), "peak_gib": _peak_gib(device)}, trajs
+
+
+def bench_generate(model, tok, device: str, batch: int, new_tokens: int, cache: str | None) -> dict:
+    """HF ``generate`` alone (no env, no episode logic): the reference the engine is compared with."""
+    import torch
+
+    prompt = tok.apply_chat_template([{"role": "user", "content": "Describe the room you are in. " * 4}],
+                                     tokenize=False, add_generation_prompt=True)
+    ids = tok([prompt] * batch, return_tensors="pt", add_special_tokens=False).to(device)
+    extra = {"cache_implementation": cache} if cache else {}
+    gen = dict(max_new_tokens=new_tokens, min_new_tokens=new_tokens, do_sample=True, pad_token_id=tok.pad_token_id, **extra)
+    with torch.no_grad():
+        model.generate(**ids, **{**gen, "max_new_tokens": 2, "min_new_tokens": 2})  # warm-up
+        _peak_reset(device)
+        start = time.perf_counter()
+        out = model.generate(**ids, **gen)
+        if device.startswith("cuda"):
+            torch.cuda.synchronize()
+    wall = time.perf_counter() - start
+    n = (out.shape[1] - ids["input_ids"].shape[1]) * batch
+    return {"phase": f"hf generate only, {cache or 'dynamic'} cache, batch {batch}", "seconds": wall, "tokens": n,
+            "tokens_per_s": n / wall, "peak_gib": _peak_gib(device)}
+
+
+def bench_train(model, tok, device: str, trajs: list, steps: int, grad_accum: int, params: int, peak_tflops: float) -> dict:
+    import torch
+
+    from agentgym_trainer_rl.algorithms import ALGORITHMS
+    from agentgym_trainer_rl.batch import build_batch
+    from agentgym_trainer_rl.policy import PolicyModule
+    from agentgym_trainer_rl.update import UpdateOptions, Updater
+
+    rng = random.Random(0)
+    for t in trajs:  # GRPO needs reward differences inside a group to produce a gradient
+        t.rewards = [0.0] * (len(t.turns) - 1) + [float(rng.random() < 0.5)]
+        t.group_id = t.task_id // 4
+    model.float().train()  # fp32 master weights + bf16 autocast, as the trainer runs
+    policy = PolicyModule(model).to(device)
+    optimizer = torch.optim.AdamW([p for p in policy.parameters() if p.requires_grad], lr=1e-6)
+    bf16 = device.startswith("cuda")
+    updater = Updater(policy, optimizer, ALGORITHMS["grpo"],
+                      UpdateOptions(bf16=bf16, device=device, grad_accum=grad_accum))
+    batch = build_batch(trajs, pad_id=tok.pad_token_id or 0)
+    tokens = int(batch.attention_mask.sum())
+    updater.step(build_batch(trajs, pad_id=tok.pad_token_id or 0))  # warm-up (allocator, kernels)
+    _peak_reset(device)
+    start = time.perf_counter()
+    for _ in range(steps):
+        metrics = updater.step(build_batch(trajs, pad_id=tok.pad_token_id or 0))
+    if device.startswith("cuda"):
+        torch.cuda.synchronize()
+    wall = time.perf_counter() - start
+    rate = tokens * steps / wall
+    mfu = 6 * params * rate / (peak_tflops * 1e12) if device.startswith("cuda") else None
+    return {"phase": f"train rl Updater (grpo, {'bf16' if bf16 else 'fp32'}), {len(trajs)} episodes",
+            "seconds": wall, "tokens": tokens * steps, "tokens_per_s": rate, "mfu": mfu,
+            "updates": metrics.get("updates"), "peak_gib": _peak_gib(device)}
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--smoke", action="store_true", help="tiny model on CPU, seconds")
+    ap.add_argument("--device", default=None, help="default: cuda if available (cpu with --smoke)")
+    ap.add_argument("--batches", default="64,256", help="rollout batch sizes")
+    ap.add_argument("--turns", type=int, default=3)
+    ap.add_argument("--max-new-tokens", type=int, default=64)
+    ap.add_argument("--train-steps", type=int, default=3)
+    ap.add_argument("--grad-accum", type=int, default=4)
+    ap.add_argument("--peak-tflops", type=float, default=790.0, help="bf16 peak of the card (H200 measured: 790)")
+    args = ap.parse_args()
+
+    import torch
+
+    from agentgym_engine_hf.loading import load_tokenizer
+
+    if args.smoke:
+        args.batches, args.turns, args.max_new_tokens, args.train_steps, args.grad_accum = "4,8", 2, 8, 1, 1
+        torch.set_num_threads(min(2, os.cpu_count() or 1))
+    device = args.device or ("cuda" if torch.cuda.is_available() and not args.smoke else "cpu")
+    if device.startswith("cuda") and not torch.cuda.is_available():
+        print("no CUDA device: run with --smoke (CPU) or on a GPU machine", file=sys.stderr)
+        return 1
+    dtype = torch.bfloat16 if device.startswith("cuda") else torch.float32
+    t0 = time.perf_counter()
+    tok = load_tokenizer("smollm2-135m-instruct")
+    model = _model(tok, args.smoke, device, dtype)
+    params = sum(p.numel() for p in model.parameters())
+    rows, train_trajs = [], None
+    for batch in (int(b) for b in args.batches.split(",")):
+        row, trajs = bench_rollout(model, tok, device, batch, args.turns, args.max_new_tokens)
+        rows.append(row)
+        train_trajs = train_trajs or trajs
+        for cache in (None, "static"):
+            try:
+                rows.append(bench_generate(model, tok, device, batch, args.max_new_tokens, cache))
+            except Exception as exc:  # noqa: BLE001 - a transformers version without it: say so, go on
+                rows.append({"phase": f"hf generate only, {cache} cache, batch {batch}", "error": f"{type(exc).__name__}: {exc}"[:120]})
+    rows.append(bench_train(model, tok, device, train_trajs, args.train_steps, args.grad_accum, params, args.peak_tflops))
+    name = torch.cuda.get_device_name() if device.startswith("cuda") else platform.processor() or platform.machine()
+    head = {"date": datetime.now(timezone.utc).isoformat(timespec="seconds"), "device": f"{device} ({name})",
+            "params": params, "torch": torch.__version__, "smoke": args.smoke, "total_seconds": time.perf_counter() - t0,
+            "note": "static KV cache: the hf engine has no static-cache mode; rows marked 'static cache' are HF generate() alone"}
+    print(f"bench/gpu.py on {head['device']}, model {params / 1e6:.0f}M params (random init), torch {torch.__version__}, "
+          f"{head['date']}{' [SMOKE]' if args.smoke else ''}")
+    print("| phase | tokens | seconds | tokens/s | MFU | peak mem (GiB) |")
+    print("|---|---:|---:|---:|---:|---:|")
+    for r in rows:
+        if "error" in r:
+            print(f"| {r['phase']} | - | - | - | - | {r['error']} |")
+            continue
+        mfu = f"{100 * r['mfu']:.1f}%" if r.get("mfu") is not None else "n/a"
+        print(f"| {r['phase']} | {r['tokens']} | {r['seconds']:.2f} | {r['tokens_per_s']:.0f} | {mfu} | {r['peak_gib']:.2f} |")
+    print(f"total {head['total_seconds']:.0f}s. {head['note']}.")
+    if os.environ.get("OUT"):
+        with open(os.path.join(os.environ["OUT"], "gpu_bench.json"), "w") as f:
+            json.dump({**head, "rows": rows}, f, indent=2, default=str)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
