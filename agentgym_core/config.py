@@ -105,6 +105,9 @@ def validate(raw: DictConfig, manager: Any = None) -> DictConfig:
             raise ConfigError(f"config section {key!r} must be a mapping, got {value!r}")
         section = value if value is not None else OmegaConf.create({})
         out[key] = _validate_section(key, spec, section, manager, explicit=given)
+        for secret_section, secret_key in SECRET_KEYS:
+            if key == secret_section and out[key].get(secret_key) == REDACTED:
+                out[key][secret_key] = None  # read back from a run directory: use AGENTGYM_ENV_TOKEN
     cfg = OmegaConf.create(out)
     OmegaConf.set_readonly(cfg, True)
     return cfg
@@ -207,5 +210,20 @@ def build_component(manager: Any, kind: str, cfg_section: Any, *args: Any, **ext
         raise ConfigError(f"cannot build {kind[:-1]} {name!r} from its config: {exc}") from exc
 
 
-def to_yaml(cfg: DictConfig) -> str:
-    return OmegaConf.to_yaml(cfg, resolve=True)
+#: Config keys that hold secrets: written as REDACTED to run directories and printouts.
+SECRET_KEYS = (("env", "token"),)
+REDACTED = "<redacted>"
+
+
+def to_yaml(cfg: DictConfig, *, redact: bool = True) -> str:
+    """The config as YAML; secrets (``env.token``) are replaced by ``<redacted>``.
+
+    A redacted token read back (``--resume``) counts as unset, and the env token then comes
+    from ``AGENTGYM_ENV_TOKEN``, the way to pass it without writing it anywhere.
+    """
+    data = OmegaConf.to_container(cfg, resolve=True)
+    if redact:
+        for section, key in SECRET_KEYS:
+            if isinstance(data.get(section), dict) and data[section].get(key):
+                data[section][key] = REDACTED
+    return OmegaConf.to_yaml(OmegaConf.create(data))

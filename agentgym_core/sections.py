@@ -105,7 +105,8 @@ class EnvFrame:
     servers: int = 1
     #: Remote env servers to use instead of launching local ones.
     urls: list[str] = field(default_factory=list)
-    #: Bearer token for the servers (launched ones get it too).
+    #: Bearer token for the servers (launched ones get it too). Prefer the AGENTGYM_ENV_TOKEN
+    #: env var: run directories store this key as <redacted>.
     token: Optional[str] = None
     #: Seconds one env call may take before it is retried / fails.
     timeout: float = 60.0

@@ -5,7 +5,8 @@ created them; a session id reads ``"<server index>:<remote id>"``. Idempotent ca
 observation, close, info) and numbered steps are retried with backoff on connection errors
 and on 5xx other than an env failure; a server that stays unreachable for
 ``unavailable_after`` seconds makes the call raise :class:`EnvUnavailable` (bounded: at
-most ``unavailable_after + timeout``).
+most ``unavailable_after + 2 * timeout``: the first attempt, the retries, and one last attempt
+started just before the bound).
 """
 from __future__ import annotations
 

@@ -212,9 +212,10 @@ def open_env_pool(env_cfg: Any, manager: Any = None, local: bool = False) -> Env
         return LocalEnvPool(functools.partial(cls, **options), name=name)
     from .client import HTTPEnvPool
 
-    client_args = {"token": frame["token"], "timeout": frame["timeout"], "unavailable_after": frame["unavailable_after"]}
+    token = frame["token"] or os.environ.get("AGENTGYM_ENV_TOKEN") or None
+    client_args = {"token": token, "timeout": frame["timeout"], "unavailable_after": frame["unavailable_after"]}
     if frame["urls"]:
         return HTTPEnvPool(frame["urls"], **client_args)
-    launcher = EnvLauncher(name, servers=frame["servers"], options=options, token=frame["token"],
+    launcher = EnvLauncher(name, servers=frame["servers"], options=options, token=token,
                            max_sessions=frame["max_sessions"], ttl=frame.get("ttl", 600.0)).start()
     return HTTPEnvPool(launcher.urls, on_close=launcher.stop, **client_args)
