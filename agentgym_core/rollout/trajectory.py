@@ -29,6 +29,10 @@ class Turn:
     info: dict[str, Any] = field(default_factory=dict)
     #: Why the action could not be parsed, if it could not.
     parse_error: Optional[str] = None
+    #: The engine's finish reason for this reply (``stop`` or ``length``).
+    finish_reason: str = ""
+    #: Tokens of context the model saw for this reply (smaller than ``start`` with a history window).
+    prompt_tokens: int = 0
 
 
 @dataclass

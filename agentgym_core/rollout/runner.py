@@ -1,0 +1,219 @@
+"""Rollout: play many episodes at once and return their trajectories.
+
+Each episode is an asyncio task: create an env session, reset, then alternate generation
+(through a shared :class:`Batcher`, so the engine sees batches of many episodes) and env steps
+(which run concurrently with other episodes' generation). An env failure ends only its own
+episode (``failed=True``, ``end_reason="env_error"``); an engine failure propagates.
+"""
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import time
+import zlib
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from ..engine import GenerationRequest, SamplingParams
+from .actions import STOP_STRINGS, check_format, parse_action, parse_error_observation
+from .batcher import Batcher
+from .chat import ChatFormat
+from .episode import EpisodeBuilder
+from .trajectory import Trajectory
+
+
+async def rollout(
+    engine: Any,
+    pool: Any,
+    tasks: Sequence[tuple[int, int]],
+    *,
+    max_turns: int,
+    instruction: str,
+    action_format: str,
+    agent_cfg: Mapping[str, Any] | None = None,
+    rollout_cfg: Mapping[str, Any] | None = None,
+    step: int = 0,
+    temperature: float | None = None,
+    dump_path: str | os.PathLike | None = None,
+    seed: int | None = None,
+    max_context: int | None = None,
+    chat_template: str | None = None,
+    env_name: str | None = None,
+    stats: dict[str, Any] | None = None,
+) -> list[Trajectory]:
+    """Play one episode per ``(task_id, group_id)`` in *tasks*; trajectories come back in task order.
+
+    *seed* makes sampling reproducible (each episode and turn gets its own derived seed);
+    *max_context* caps the episode length (default ``model.max_context`` is the caller's
+    job; None: only ``rollout.max_episode_tokens``). *stats*, if given, receives timing figures.
+    """
+    agent = _section(agent_cfg)
+    cfg = _section(rollout_cfg)
+    fmt = check_format(agent.get("action_format") or action_format)
+    temp = float(cfg.get("temperature", 1.0) if temperature is None else temperature)
+    chat = ChatFormat(engine.tokenizer, chat_template)
+    system = instruction if not agent.get("system_prompt") else f"{agent['system_prompt']}\n\n{instruction}"
+    params = dict(
+        temperature=temp,
+        top_p=float(cfg.get("top_p", 1.0)) if temp > 0 else 1.0,
+        max_new_tokens=int(cfg.get("max_new_tokens", 64)),
+        stop_strings=tuple(STOP_STRINGS[fmt]) + chat.stop_strings,
+        stop_token_ids=chat.stop_token_ids,
+    )
+    budget = int(cfg.get("max_episode_tokens", 2048))
+    reserve = len(chat.encode(chat.eot_text)) if chat.eot_text else 0  # an end-of-turn we may have to append
+    context = int(max_context) if max_context else None
+    name = env_name or getattr(pool, "name", "env")
+    batcher = Batcher(engine)
+    limit = asyncio.Semaphore(int(cfg.get("concurrency", 16)))
+    loop = asyncio.get_running_loop()
+    started = loop.time()
+    cpu_started = time.process_time()
+
+    async def one(index: int, task_id: int, group_id: int) -> Trajectory:
+        async with limit:
+            traj = Trajectory(
+                episode_id=f"s{step}-e{index}-t{task_id}", env_name=name, task_id=int(task_id),
+                group_id=int(group_id), token_ids=[], loss_mask=[], logprobs=[], prompt_len=0,
+                max_turns=max_turns, step=step,
+            )
+            try:
+                await _play(traj, index)
+            finally:
+                engine.release(traj.episode_id)
+            return traj
+
+    async def _play(traj: Trajectory, index: int) -> None:
+        session = None
+        try:
+            session = await pool.create()
+            first = await pool.reset(session, traj.task_id)
+        except Exception as exc:  # noqa: BLE001 - one bad env session fails one episode
+            _fail(traj, "create/reset", exc)
+            await _close(session)
+            return
+        ep = EpisodeBuilder(chat, traj, system=system, first_observation=first,
+                            history_window=int(agent.get("history_window", 0) or 0))
+        seq = 0
+        try:
+            traj.end_reason = "max_turns"
+            for turn_no in range(max_turns):
+                room = min(budget - len(ep), (context - len(ep)) if context else budget) - reserve
+                if room < 1:
+                    traj.end_reason = "max_tokens" if budget - len(ep) - reserve < 1 else "context"
+                    break
+                sp = SamplingParams(**{**params, "max_new_tokens": min(params["max_new_tokens"], room)},
+                                    seed=_derive(seed, step, index, turn_no))
+                prompt = ep.model_prompt()
+                result = await batcher.generate(GenerationRequest(prompt, sp, cache_key=traj.episode_id))
+                turn = ep.add_reply(result)
+                turn.prompt_tokens = len(prompt)
+                action, error = parse_action(ep.contents[-1], fmt)
+                turn.action, turn.parse_error = action, error
+                if error is not None:
+                    obs, reward, done, info = parse_error_observation(error, fmt), 0.0, False, {"parse_error": True}
+                else:
+                    seq += 1
+                    try:
+                        obs, reward, done, info = await pool.step(session, action, seq)
+                    except Exception as exc:  # noqa: BLE001
+                        _fail(traj, f"step {seq}", exc)
+                        ep.close_reply()
+                        return
+                turn.observation, turn.env_reward, turn.done, turn.info = obs, float(reward), bool(done), dict(info)
+                traj.score += float(reward)
+                if done:
+                    traj.end_reason = "done"
+                    traj.success = bool(info.get("success", reward > 0))
+                    ep.close_reply()
+                    break
+                delta = ep.observation_delta(obs)
+                over_budget = len(ep) + len(delta) >= budget
+                over_context = context is not None and len(ep) + len(delta) >= context
+                if over_budget or over_context:
+                    traj.end_reason = "max_tokens" if over_budget else "context"
+                    ep.close_reply()
+                    break
+                ep.commit_observation()
+            else:
+                ep.close_reply()
+        finally:
+            await _close(session)
+
+    async def _close(session: str | None) -> None:
+        if session is None:
+            return
+        try:
+            await pool.close(session)
+        except Exception:  # noqa: BLE001 - the episode is over; a failed close must not lose it
+            pass
+
+    jobs = [asyncio.ensure_future(one(i, t, g)) for i, (t, g) in enumerate(tasks)]
+    try:
+        trajectories = list(await asyncio.gather(*jobs))
+    except BaseException:
+        for job in jobs:
+            job.cancel()
+        await asyncio.gather(*jobs, return_exceptions=True)
+        raise
+    finally:
+        await batcher.aclose()
+    if stats is not None:
+        stats.update(
+            wall_seconds=loop.time() - started,
+            cpu_seconds=time.process_time() - cpu_started,
+            generate_seconds=batcher.busy_seconds,
+            generate_cpu_seconds=batcher.busy_cpu_seconds,
+            batches=len(batcher.batch_sizes),
+            mean_batch=sum(batcher.batch_sizes) / max(1, len(batcher.batch_sizes)),
+        )
+    if dump_path is not None:
+        dump_trajectories(trajectories, dump_path, step)
+    return trajectories
+
+
+def run_rollout(*args: Any, **kwargs: Any) -> list[Trajectory]:
+    """Synchronous :func:`rollout` (same arguments); not callable from inside a running event loop."""
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return asyncio.run(rollout(*args, **kwargs))
+    raise RuntimeError("run_rollout() was called inside a running event loop; use `await rollout(...)` instead")
+
+
+def dump_trajectories(trajectories: Sequence[Trajectory], path: str | os.PathLike, step: int) -> Path:
+    """Write one JSON line per trajectory: *path* itself if it ends in ``.jsonl``, else ``path/step_XXXXXX.jsonl``."""
+    target = Path(path)
+    if target.suffix != ".jsonl":
+        target = target / f"step_{step:06d}.jsonl"
+    target.parent.mkdir(parents=True, exist_ok=True)
+    with open(target, "w", encoding="utf-8") as f:
+        f.writelines(json.dumps(t.to_dict(), ensure_ascii=False, default=str) + "\n" for t in trajectories)
+    return target
+
+
+def _fail(traj: Trajectory, where: str, exc: BaseException) -> None:
+    traj.failed = True
+    traj.end_reason = "env_error"
+    traj.error = f"env {where} failed: {type(exc).__name__}: {exc}"
+
+
+def _derive(seed: int | None, *parts: int) -> int | None:
+    if seed is None:
+        return None
+    return zlib.crc32(json.dumps([seed, *parts]).encode())
+
+
+def _section(cfg: Any) -> dict[str, Any]:
+    if cfg is None:
+        return {}
+    if isinstance(cfg, Mapping):
+        return dict(cfg)
+    try:
+        from omegaconf import OmegaConf
+
+        return dict(OmegaConf.to_container(cfg, resolve=True))  # type: ignore[arg-type]
+    except Exception:  # noqa: BLE001
+        return dict(vars(cfg))

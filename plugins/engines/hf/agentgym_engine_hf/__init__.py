@@ -1,0 +1,1 @@
+"""The ``hf`` rollout engine: transformers models on CPU or GPU."""

@@ -1,0 +1,284 @@
+"""``HFEngine``: sampling with transformers, exact logprobs, and per-episode KV cache reuse.
+
+Each request is prefilled alone, reusing the KV cache its episode left behind (a turn costs
+only its new tokens); then all requests decode together as one batch whose caches are
+left-padded with zeros, masked out, with explicit position ids. Logprobs are the
+log-softmax of the raw logits (temperature 1, no top-p) of each sampled token.
+"""
+from __future__ import annotations
+
+import contextlib
+import inspect
+import random
+import threading
+from collections import OrderedDict
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any
+
+import torch
+from transformers import DynamicCache
+
+from agentgym_core.engine import Engine, GenerationRequest, GenerationResult
+
+from .loading import load_model, prepare_tokenizer, resolve_dtype
+
+KV = list[tuple[torch.Tensor, torch.Tensor]]  # per layer: keys, values of shape [1, heads, len, dim]
+
+
+@dataclass
+class _Cached:
+    ids: list[int]  # tokens whose keys/values are in ``kv``
+    kv: KV
+
+
+@dataclass
+class _Row:
+    request: GenerationRequest
+    kv: KV
+    length: int  # tokens in kv (the prompt)
+    logits: torch.Tensor  # next-token logits after the prompt, [vocab]
+    generator: torch.Generator
+    stop_ids: frozenset[int]
+    prefill: int
+    tokens: list[int]
+    logprobs: list[float]
+    finish: str | None = None
+
+
+class HFEngine(Engine):
+    """Rollout engine on a transformers causal LM (a path, an alias, or a live ``nn.Module``)."""
+
+    @dataclass
+    class Config:
+        #: ``cpu``, ``cuda``, ``cuda:1``, ...
+        device: str = "cpu"
+        #: Most requests decoded together in one batch.
+        max_batch_size: int = 32
+        #: Episodes whose KV caches are kept (least recently used ones are dropped).
+        max_cached_episodes: int = 256
+        #: CPU threads torch may use (0: torch's default). 1-2 helps on busy shared machines.
+        threads: int = 0
+
+    def __init__(
+        self,
+        model: Any,
+        tokenizer: Any = None,
+        *,
+        dtype: str | torch.dtype = "auto",
+        device: str = "cpu",
+        max_batch_size: int = 32,
+        max_cached_episodes: int = 256,
+        threads: int = 0,
+        chat_template: str | None = None,
+        **_: Any,
+    ) -> None:
+        if threads > 0:
+            torch.set_num_threads(threads)
+        if isinstance(model, (str, bytes)) or hasattr(model, "__fspath__"):
+            model, loaded_tok = load_model(str(model), dtype=dtype, device=device, chat_template=chat_template)
+            tokenizer = tokenizer or loaded_tok
+            self.shares_weights = False
+        else:
+            self.shares_weights = True  # the trainer's live policy: its updates are seen directly
+            if tokenizer is None:
+                raise ValueError("HFEngine(model=<nn.Module>) needs tokenizer=")
+        if tokenizer is None:
+            raise ValueError("HFEngine needs a tokenizer")
+        self.model = model
+        self._tokenizer = prepare_tokenizer(tokenizer, chat_template)
+        self.device = next(model.parameters()).device
+        self.max_batch_size = max_batch_size
+        self.max_cached_episodes = max_cached_episodes
+        self._cache: OrderedDict[str, _Cached] = OrderedDict()
+        self._cache_lock = threading.Lock()
+        self._run_lock = threading.Lock()
+        self._rng = random.Random()
+        eos = tokenizer.eos_token_id
+        self._eos_ids = frozenset([eos] if isinstance(eos, int) else (eos or []))
+        base = model.get_base_model() if hasattr(model, "get_base_model") else model
+        self._new_cache_api = "cache" in inspect.signature(type(base).forward).parameters
+        self.dtype = resolve_dtype(dtype, self.device) if not self.shares_weights else next(model.parameters()).dtype
+
+    # -- Engine interface -------------------------------------------------------------------
+    @property
+    def tokenizer(self) -> Any:
+        return self._tokenizer
+
+    def generate(self, requests: list[GenerationRequest]) -> list[GenerationResult]:
+        if not requests:
+            return []
+        results: list[GenerationResult] = []
+        with self._run_lock, torch.no_grad(), _eval_mode(self.model):
+            for start in range(0, len(requests), self.max_batch_size):
+                rows = [self._prefill(r) for r in requests[start : start + self.max_batch_size]]
+                self._decode(rows)
+                results.extend(self._finish(row) for row in rows)
+        return results
+
+    def update_weights(self, source: Any) -> None:
+        """Load new weights (a model or state dict); a no-op when the engine shares the live policy."""
+        self.clear_cache()
+        if source is self.model or (self.shares_weights and source is None):
+            return
+        state = source.state_dict() if hasattr(source, "state_dict") else source
+        missing, unexpected = self.model.load_state_dict(state, strict=False)
+        if unexpected or len(missing) == len(list(self.model.state_dict())):
+            raise ValueError(f"update_weights: state dict does not fit the model (unexpected keys {unexpected[:5]})")
+
+    def release(self, cache_key: str) -> None:
+        with self._cache_lock:
+            self._cache.pop(cache_key, None)
+
+    def clear_cache(self) -> None:
+        with self._cache_lock:
+            self._cache.clear()
+
+    def close(self) -> None:
+        self.clear_cache()
+
+    # -- internals --------------------------------------------------------------------------
+    def _prefill(self, req: GenerationRequest) -> _Row:
+        prompt = list(req.prompt_ids)
+        if not prompt:
+            raise ValueError("GenerationRequest.prompt_ids is empty")
+        if req.params.max_new_tokens < 1:
+            raise ValueError(f"max_new_tokens must be >= 1, got {req.params.max_new_tokens}")
+        cached = None
+        if req.cache_key is not None:
+            with self._cache_lock:
+                cached = self._cache.pop(req.cache_key, None)
+        reuse = 0
+        if cached is not None:
+            limit = min(len(cached.ids), len(prompt) - 1)  # at least one token must run for logits
+            while reuse < limit and cached.ids[reuse] == prompt[reuse]:
+                reuse += 1
+        past = DynamicCache(ddp_cache_data=[(k[:, :, :reuse], v[:, :, :reuse]) for k, v in cached.kv]) if reuse else DynamicCache()
+        new = torch.tensor([prompt[reuse:]], device=self.device)
+        positions = torch.arange(reuse, len(prompt), device=self.device)[None]
+        out = self._forward(input_ids=new, position_ids=positions, cache=past, logits_to_keep=1)
+        kv = _layers(_out_cache(out))
+        seed = req.params.seed if req.params.seed is not None else self._rng.getrandbits(63)
+        generator = torch.Generator(device=self.device).manual_seed(int(seed) % (2**63))
+        return _Row(
+            request=req,
+            kv=kv,
+            length=len(prompt),
+            logits=out.logits[0, -1].float(),
+            generator=generator,
+            stop_ids=self._eos_ids | frozenset(req.params.stop_token_ids),
+            prefill=len(prompt) - reuse,
+            tokens=[],
+            logprobs=[],
+        )
+
+    def _forward(self, *, cache: Any, **inputs: Any) -> Any:
+        # transformers >= 5.x names the argument ``cache``; older versions ``past_key_values``.
+        name = "cache" if self._new_cache_api else "past_key_values"
+        return self.model(**inputs, **{name: cache}, use_cache=True)
+
+    def _decode(self, rows: list[_Row]) -> None:
+        for row in rows:
+            self._sample(row, row.logits)
+        active = [r.finish is None for r in rows]
+        if not any(active):
+            return
+        width = max(r.length for r in rows)
+        n_layers = len(rows[0].kv)
+        layers = []
+        for li in range(n_layers):
+            ks, vs = [], []
+            for r in rows:
+                k, v = r.kv[li]
+                pad = width - r.length
+                if pad:
+                    zeros = k.new_zeros(k.shape[0], k.shape[1], pad, k.shape[3])
+                    k, v = torch.cat([zeros, k], dim=2), torch.cat([zeros.clone(), v], dim=2)
+                ks.append(k)
+                vs.append(v)
+            layers.append((torch.cat(ks), torch.cat(vs)))
+        cache = DynamicCache(ddp_cache_data=layers)
+        mask = torch.zeros(len(rows), width, dtype=torch.long, device=self.device)
+        for i, r in enumerate(rows):
+            mask[i, width - r.length :] = 1
+        pad_id = self._tokenizer.pad_token_id or 0
+        steps = 0
+        while any(r.finish is None for r in rows):
+            live = torch.tensor([[1 if r.finish is None else 0] for r in rows], device=self.device)
+            ids = torch.tensor([[r.tokens[-1] if r.finish is None else pad_id] for r in rows], device=self.device)
+            pos = torch.tensor([[r.length + len(r.tokens) - 1] for r in rows], device=self.device)
+            mask = torch.cat([mask, live], dim=1)
+            out = self._forward(input_ids=ids, attention_mask=mask, position_ids=pos, cache=cache)
+            cache = _out_cache(out)
+            logits = out.logits[:, -1].float()
+            steps += 1
+            for i, r in enumerate(rows):
+                if r.finish is None:
+                    self._sample(r, logits[i])
+        final = _layers(cache)
+        for i, r in enumerate(rows):
+            fed = len(r.tokens) - 1  # the last sampled token never ran through the model
+            r.kv = [
+                (torch.cat([k[i : i + 1, :, width - r.length : width], k[i : i + 1, :, width : width + fed]], dim=2),
+                 torch.cat([v[i : i + 1, :, width - r.length : width], v[i : i + 1, :, width : width + fed]], dim=2))
+                for k, v in final
+            ]
+
+    def _sample(self, row: _Row, logits: torch.Tensor) -> None:
+        params = row.request.params
+        if params.temperature <= 0:
+            token = int(torch.argmax(logits))
+        else:
+            probs = torch.softmax(logits / params.temperature, dim=-1)
+            if params.top_p < 1.0:
+                sorted_p, order = torch.sort(probs, descending=True)
+                keep = torch.cumsum(sorted_p, dim=-1) - sorted_p < params.top_p
+                probs = torch.zeros_like(probs).scatter(0, order[keep], sorted_p[keep])
+            # Exponential-race sampling: argmax p_i / E_i draws i with probability p_i.
+            noise = torch.empty_like(probs).exponential_(generator=row.generator)
+            token = int(torch.argmax(probs / noise))
+        row.tokens.append(token)
+        row.logprobs.append(float(logits[token] - torch.logsumexp(logits, dim=-1)))
+        if token in row.stop_ids or params.stop_strings and _hits_stop(self._tokenizer, row.tokens, params.stop_strings):
+            row.finish = "stop"
+        elif len(row.tokens) >= params.max_new_tokens:
+            row.finish = "length"
+
+    def _finish(self, row: _Row) -> GenerationResult:
+        key = row.request.cache_key
+        ids = list(row.request.prompt_ids) + row.tokens[:-1]
+        if key is not None and row.kv and row.kv[0][0].shape[2] == len(ids):
+            with self._cache_lock:
+                self._cache[key] = _Cached(ids=ids, kv=row.kv)
+                while len(self._cache) > self.max_cached_episodes:
+                    self._cache.popitem(last=False)
+        row.kv = []
+        return GenerationResult(
+            token_ids=row.tokens, logprobs=row.logprobs, finish_reason=row.finish or "length", prefill_tokens=row.prefill
+        )
+
+
+def _out_cache(out: Any) -> Any:
+    cache = getattr(out, "cache", None)
+    return cache if cache is not None else out.past_key_values
+
+
+def _layers(cache: Any) -> KV:
+    return [(layer.keys, layer.values) for layer in cache.layers]
+
+
+def _hits_stop(tokenizer: Any, tokens: list[int], stops: tuple[str, ...]) -> bool:
+    longest = max(len(s) for s in stops)
+    tail = tokenizer.decode(tokens[-(longest + 2) :], skip_special_tokens=False)
+    return any(s in tail for s in stops)
+
+
+@contextlib.contextmanager
+def _eval_mode(model: Any) -> Iterator[None]:
+    was_training = model.training
+    model.eval()
+    try:
+        yield
+    finally:
+        if was_training:
+            model.train()

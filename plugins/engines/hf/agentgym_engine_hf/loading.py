@@ -1,0 +1,99 @@
+"""Load a causal LM and its tokenizer from a local folder or a bundled alias; build tiny test models.
+
+Shared by the engine and the trainer, so both see the same weights, dtype and chat template.
+"""
+from __future__ import annotations
+
+import functools
+from typing import Any
+
+import torch
+from transformers import AutoModelForCausalLM, AutoTokenizer
+
+from agentgym_core.models import resolve_model_path, resolve_tokenizer_path
+
+_DTYPES = {"bf16": torch.bfloat16, "fp16": torch.float16, "fp32": torch.float32}
+
+
+@functools.lru_cache(maxsize=1)
+def cpu_supports_bf16() -> bool:
+    """True when the CPU has native bf16 matmul (AVX512-BF16 or AMX); else bf16 is slower than fp32."""
+    try:
+        with open("/proc/cpuinfo") as f:
+            flags = f.read()
+    except OSError:
+        return False
+    return "avx512_bf16" in flags or "amx_bf16" in flags
+
+
+def resolve_dtype(dtype: str | torch.dtype, device: str | torch.device = "cpu") -> torch.dtype:
+    """``auto`` -> bf16 where the device runs it natively, else fp32; names -> torch dtypes."""
+    if isinstance(dtype, torch.dtype):
+        return dtype
+    if dtype == "auto":
+        kind = torch.device(device).type
+        if kind == "cuda":
+            return torch.bfloat16 if torch.cuda.is_bf16_supported() else torch.float16
+        if kind == "cpu":
+            return torch.bfloat16 if cpu_supports_bf16() else torch.float32
+        return torch.bfloat16
+    try:
+        return _DTYPES[dtype]
+    except KeyError:
+        raise ValueError(f"dtype must be auto, bf16, fp16 or fp32, got {dtype!r}") from None
+
+
+def load_tokenizer(path_or_alias: str, *, chat_template: str | None = None) -> Any:
+    """The tokenizer of a model folder or alias (an alias converts only its tokenizer: fast)."""
+    tokenizer = AutoTokenizer.from_pretrained(str(resolve_tokenizer_path(path_or_alias)))
+    return prepare_tokenizer(tokenizer, chat_template)
+
+
+def prepare_tokenizer(tokenizer: Any, chat_template: str | None = None) -> Any:
+    """Set the chat template override and a pad token (the EOS when the model has none)."""
+    if chat_template:
+        tokenizer.chat_template = chat_template
+    if tokenizer.pad_token_id is None:
+        tokenizer.pad_token = tokenizer.eos_token
+    return tokenizer
+
+
+def load_model(
+    path_or_alias: str,
+    *,
+    dtype: str | torch.dtype = "auto",
+    device: str | torch.device = "cpu",
+    chat_template: str | None = None,
+) -> tuple[Any, Any]:
+    """Return ``(model, tokenizer)``; the model is in eval mode on *device*."""
+    folder = resolve_model_path(path_or_alias)
+    torch_dtype = resolve_dtype(dtype, device)
+    model = AutoModelForCausalLM.from_pretrained(str(folder), dtype=torch_dtype)
+    model.to(device)
+    model.eval()
+    tokenizer = prepare_tokenizer(AutoTokenizer.from_pretrained(str(folder)), chat_template)
+    return model, tokenizer
+
+
+def tiny_random_model(tokenizer: Any, *, seed: int = 0, **config: Any) -> Any:
+    """A tiny randomly initialised ``LlamaForCausalLM`` over *tokenizer*'s vocabulary (for tests)."""
+    from transformers import LlamaConfig, LlamaForCausalLM
+
+    options = dict(
+        vocab_size=len(tokenizer),
+        hidden_size=32,
+        intermediate_size=64,
+        num_hidden_layers=2,
+        num_attention_heads=4,
+        num_key_value_heads=2,
+        max_position_embeddings=4096,
+        tie_word_embeddings=True,
+        bos_token_id=tokenizer.bos_token_id,
+        eos_token_id=tokenizer.eos_token_id,
+        pad_token_id=tokenizer.pad_token_id,
+    )
+    options.update(config)
+    torch.manual_seed(seed)
+    model = LlamaForCausalLM(LlamaConfig(**options))
+    model.eval()
+    return model

