@@ -1,0 +1,69 @@
+"""``agentgym train -c CONFIG [key=value ...] [--num-processes N] [--resume RUN_DIR]``."""
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+
+import click
+
+
+@click.command(context_settings={"ignore_unknown_options": False})
+@click.option("-c", "--config", "files", multiple=True, type=click.Path(), help="YAML file(s), merged in order.")
+@click.option("--resume", "resume", type=click.Path(), default=None,
+              help="Continue the run in RUN_DIR from its latest checkpoint (uses RUN_DIR/config.yaml).")
+@click.option("--num-processes", "num_processes", type=int, default=1, show_default=True,
+              help="Training processes on this machine (accelerate; CPU uses gloo).")
+@click.argument("overrides", nargs=-1)
+def train(files: tuple[str, ...], resume: str | None, num_processes: int, overrides: tuple[str, ...]) -> None:
+    """Train an agent with RL: rollout, rewards, advantages, update, checkpoints in runs/<name>/.
+
+    OVERRIDES are dotlist keys such as trainer.lr=1e-5 scheduler.rounds=[6,13,20].
+    """
+    from agentgym_core.errors import ConfigError
+
+    if num_processes < 1:
+        raise ConfigError(f"--num-processes must be >= 1, got {num_processes}")
+    if num_processes > 1 and "LOCAL_RANK" not in os.environ:
+        sys.exit(_launch(num_processes))
+    from agentgym_core.config import build_component, load_config
+    from agentgym_core.plugins import get_plugin_manager
+
+    manager = get_plugin_manager()
+    if resume:
+        saved = os.path.join(resume, "config.yaml")
+        if not os.path.isfile(saved):
+            raise ConfigError(f"--resume {resume}: no config.yaml there; pass the run directory (runs/<name>)")
+        files = (saved, *files)
+    elif not files and not overrides:
+        raise ConfigError("agentgym train needs -c CONFIG (e.g. configs/quickstart.yaml) or --resume RUN_DIR")
+    cfg = load_config(list(files), overrides, manager=manager)
+    trainer = build_component(manager, "trainers", cfg.trainer, cfg, manager, resume=resume)
+    trainer.fit()
+    summary = getattr(trainer, "summary", {})
+    if int(os.environ.get("RANK", "0")) == 0 and summary:
+        for tag in ("before", "after"):
+            s = summary.get(tag)
+            if s:
+                row = s["overall"]
+                click.echo(f"held-out success {tag:>6}: {row['success_rate']:.3f} ({row['n']} episodes, "
+                           f"mean turns {row['turns_mean']:.1f})")
+
+
+def _launch(n: int) -> int:
+    """Re-run this command in *n* processes (torch.distributed.run; accelerate reads its env vars)."""
+    cleaned, skip = [], False
+    for a in sys.argv[1:]:
+        if skip:
+            skip = False
+            continue
+        if a == "--num-processes":
+            skip = True
+            continue
+        if a.startswith("--num-processes="):
+            continue
+        cleaned.append(a)
+    cmd = [sys.executable, "-m", "torch.distributed.run", "--standalone", f"--nproc_per_node={n}",
+           "-m", "agentgym_core.cli.main", *cleaned]
+    env = dict(os.environ, OMP_NUM_THREADS=os.environ.get("OMP_NUM_THREADS", "1"))
+    return subprocess.call(cmd, env=env)

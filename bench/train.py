@@ -1,0 +1,135 @@
+"""Training throughput of the ``rl`` trainer's update vs TRL's GRPOTrainer on the same batch shape.
+
+    python bench/train.py --model tiny --model 135m --episodes 8 --prompt 128 --completion 32
+
+Ours: ``Updater.step`` (score -> GRPO advantages -> clipped update) on a batch of *episodes*
+sequences of prompt + completion tokens. TRL: ``GRPOTrainer`` steps with the same model,
+batch, prompt and completion lengths (completions forced to full length); the time TRL spends
+generating is measured by wrapping its generation method and subtracted, so both columns
+are training tokens (prompt + completion) per second of optimisation. Full fine-tuning, fp32,
+no KL, one PPO epoch. TRL is not a project dependency: ``pip install trl`` to compare.
+"""
+from __future__ import annotations
+
+import argparse
+import platform
+import time
+
+import torch
+
+
+def load(name: str):
+    from agentgym_engine_hf.loading import load_model, load_tokenizer, tiny_random_model
+
+    if name == "tiny":
+        tok = load_tokenizer("smollm2-135m-instruct")
+        return tiny_random_model(tok, seed=0, hidden_size=64, intermediate_size=128), tok
+    return load_model("smollm2-135m-instruct", dtype="fp32")
+
+
+def ours(name: str, episodes: int, group: int, prompt: int, completion: int, steps: int) -> float:
+    from agentgym_core.rollout.trajectory import Trajectory, Turn
+    from agentgym_trainer_rl.algorithms import ALGORITHMS, Options
+    from agentgym_trainer_rl.batch import build_batch
+    from agentgym_trainer_rl.policy import PolicyModule
+    from agentgym_trainer_rl.update import Updater, UpdateOptions
+
+    lm, _ = load(name)
+    lm.train()
+    policy = PolicyModule(lm)
+    opt = torch.optim.AdamW(policy.parameters(), lr=1e-6)
+    up = Updater(policy, opt, ALGORITHMS["grpo"], UpdateOptions(), Options())
+    vocab = lm.config.vocab_size
+    times = []
+    for s in range(steps + 1):
+        trajs = []
+        for i in range(episodes):
+            ids = torch.randint(0, vocab, (prompt + completion,)).tolist()
+            trajs.append(Trajectory(
+                episode_id=str(i), env_name="bench", task_id=i // group, group_id=i // group, token_ids=ids,
+                loss_mask=[0] * prompt + [1] * completion, logprobs=[0.0] * len(ids), prompt_len=prompt,
+                turns=[Turn(prompt, prompt + completion, "", "")], rewards=[float(torch.rand(()) > 0.5)]))
+        t = time.perf_counter()
+        up.step(build_batch(trajs))
+        if s:  # the first step warms up
+            times.append(time.perf_counter() - t)
+    return episodes * (prompt + completion) * len(times) / sum(times)
+
+
+def trl(name: str, episodes: int, group: int, prompt: int, completion: int, steps: int) -> tuple[float, float] | str:
+    try:
+        from datasets import Dataset
+        from trl import GRPOConfig, GRPOTrainer
+    except ImportError as exc:
+        return f"not installed ({exc.name})"
+    lm, tok = load(name)
+    words = "move left right up down look go pick drop open".split()
+    prompts = []
+    for i in range(episodes * (steps + 1)):
+        text = " ".join(words[(i + j) % len(words)] for j in range(prompt * 2))
+        ids = tok(text)["input_ids"][:prompt]
+        prompts.append(tok.decode(ids))
+    args = GRPOConfig(
+        output_dir="/tmp/bench-trl", per_device_train_batch_size=episodes, num_generations=group,
+        max_completion_length=completion, learning_rate=1e-6, beta=0.0, max_steps=steps + 1, logging_steps=1,
+        report_to="none", use_cpu=True, bf16=False, save_strategy="no", num_iterations=1,
+        generation_kwargs={"min_new_tokens": completion}, seed=0,
+    )
+    trainer = GRPOTrainer(model=lm, reward_funcs=[lambda completions, **kw: [float(len(c) % 2) for c in completions]],
+                          args=args, train_dataset=Dataset.from_dict({"prompt": prompts}), processing_class=tok)
+    gen_time = [0.0]
+    original = trainer._generate_and_score_completions
+
+    def timed(*a, **kw):
+        t = time.perf_counter()
+        try:
+            return original(*a, **kw)
+        finally:
+            gen_time[0] += time.perf_counter() - t
+
+    trainer._generate_and_score_completions = timed
+    step_times: list[tuple[float, float]] = []
+    from transformers import TrainerCallback
+
+    class Clock(TrainerCallback):
+        def on_step_begin(self, *a, **kw):
+            self.t, self.g = time.perf_counter(), gen_time[0]
+
+        def on_step_end(self, *a, **kw):
+            step_times.append((time.perf_counter() - self.t, gen_time[0] - self.g))
+
+    trainer.add_callback(Clock())
+    trainer.train()
+    measured = step_times[1:]
+    train_time = sum(total - gen for total, gen in measured)
+    gen = sum(g for _, g in measured) / len(measured)
+    return episodes * (prompt + completion) * len(measured) / train_time, gen
+
+
+def main() -> None:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--model", action="append", choices=["tiny", "135m"])
+    p.add_argument("--episodes", type=int, default=8)
+    p.add_argument("--group", type=int, default=4)
+    p.add_argument("--prompt", type=int, default=128)
+    p.add_argument("--completion", type=int, default=32)
+    p.add_argument("--steps", type=int, default=2)
+    p.add_argument("--threads", type=int, default=2)
+    p.add_argument("--skip-trl", action="store_true")
+    a = p.parse_args()
+    torch.set_num_threads(a.threads)
+    print(f"# {platform.processor() or platform.machine()}, {torch.get_num_threads()} threads, torch {torch.__version__}; "
+          f"{a.episodes} episodes x ({a.prompt} prompt + {a.completion} completion) tokens, {a.steps} timed steps")
+    print("| model | ours tokens/s | TRL GRPOTrainer tokens/s | ratio | TRL generation s/step (excluded) |")
+    print("|---|---|---|---|---|")
+    for name in a.model or ["tiny", "135m"]:
+        o = ours(name, a.episodes, a.group, a.prompt, a.completion, a.steps)
+        t = "skipped" if a.skip_trl else trl(name, a.episodes, a.group, a.prompt, a.completion, a.steps)
+        if isinstance(t, tuple):
+            print(f"| {name} | {o:.0f} | {t[0]:.0f} | {o / t[0]:.2f}x | {t[1]:.1f} |", flush=True)
+        else:
+            print(f"| {name} | {o:.0f} | {t} | - | - |", flush=True)
+
+
+if __name__ == "__main__":
+    main()

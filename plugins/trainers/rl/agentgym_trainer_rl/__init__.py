@@ -1,0 +1,1 @@
+"""The ``rl`` trainer: rollout -> rewards -> advantages -> policy update -> checkpoint."""

@@ -1,0 +1,84 @@
+"""Trajectories -> padded tensors, with each turn's reward on the last token it generated.
+
+Every tensor is ``[B, L]`` and aligned with ``token_ids``: position *i* holds token *i*.
+The log-probability of token *i* comes from the logits at position *i - 1*, so position 0
+(always a prompt token) is never trained.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, fields
+from typing import Any, Sequence
+
+import torch
+
+
+@dataclass
+class Batch:
+    input_ids: torch.Tensor  # [B, L] long, right-padded with 0
+    attention_mask: torch.Tensor  # [B, L] long
+    loss_mask: torch.Tensor  # [B, L] float, 1 on generated tokens of usable episodes
+    token_rewards: torch.Tensor  # [B, L] float, turn k's reward at turns[k].end - 1
+    group_ids: torch.Tensor  # [B] long
+    #: Filled by the trainer before advantages: old policy / reference log-probs, values.
+    old_logprobs: torch.Tensor | None = None
+    ref_logprobs: torch.Tensor | None = None
+    values: torch.Tensor | None = None
+    #: Filled by the algorithm.
+    advantages: torch.Tensor | None = None
+    returns: torch.Tensor | None = None
+
+    def __len__(self) -> int:
+        return int(self.input_ids.shape[0])
+
+    def select(self, rows: torch.Tensor | Sequence[int]) -> "Batch":
+        """The sub-batch of *rows*, trimmed to its longest sequence."""
+        rows = torch.as_tensor(rows, dtype=torch.long)
+        length = int(self.attention_mask[rows].sum(dim=1).max().item()) if len(rows) else 1
+        out = {}
+        for f in fields(self):
+            value = getattr(self, f.name)
+            if value is None:
+                out[f.name] = None
+            elif value.dim() == 1:
+                out[f.name] = value[rows]
+            else:
+                out[f.name] = value[rows, :length]
+        return Batch(**out)
+
+
+def build_batch(trajectories: Sequence[Any], pad_id: int = 0) -> Batch:
+    """Pad *trajectories* into a :class:`Batch`. Failed episodes get an all-zero loss mask.
+
+    A turn's reward goes on token ``turns[k].end - 1``, which the model generated, so an
+    episode that ends on an observation still carries its outcome reward into training.
+    """
+    if not trajectories:
+        raise ValueError("cannot build a batch from zero trajectories")
+    length = max(len(t.token_ids) for t in trajectories)
+    n = len(trajectories)
+    input_ids = torch.full((n, length), pad_id, dtype=torch.long)
+    attention = torch.zeros((n, length), dtype=torch.long)
+    loss_mask = torch.zeros((n, length), dtype=torch.float32)
+    rewards = torch.zeros((n, length), dtype=torch.float32)
+    groups = torch.zeros(n, dtype=torch.long)
+    for i, traj in enumerate(trajectories):
+        ids = traj.token_ids
+        input_ids[i, : len(ids)] = torch.tensor(ids, dtype=torch.long)
+        attention[i, : len(ids)] = 1
+        groups[i] = int(traj.group_id)
+        if getattr(traj, "failed", False):
+            continue
+        loss_mask[i, : len(ids)] = torch.tensor(traj.loss_mask, dtype=torch.float32)
+        loss_mask[i, 0] = 0.0
+        turn_rewards = list(traj.rewards) or [0.0] * len(traj.turns)
+        for turn, reward in zip(traj.turns, turn_rewards):
+            if turn.end <= turn.start:
+                # A turn with no generated token cannot carry a reward; give it to the last
+                # generated token before it so the outcome is still trained on.
+                before = torch.nonzero(loss_mask[i, : turn.start]).flatten()
+                if len(before) == 0:
+                    continue
+                rewards[i, int(before[-1])] += float(reward)
+            else:
+                rewards[i, turn.end - 1] += float(reward)
+    return Batch(input_ids, attention, loss_mask, rewards, groups)

@@ -1,0 +1,73 @@
+"""The ``trainer`` section of a run config when ``trainer.name: rl``."""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Optional
+
+ALGORITHM_NAMES = ("ppo", "gae", "grpo", "rloo", "reinforce_pp")
+
+
+@dataclass
+class RLConfig:
+    #: ``ppo`` (= ``gae``: value head + GAE), ``grpo``, ``rloo`` or ``reinforce_pp``.
+    algorithm: str = "grpo"
+    steps: int = 100
+    lr: float = 1e-5
+    weight_decay: float = 0.0
+    warmup_steps: int = 0
+    #: ``lora`` (peft adapters; reference = adapters disabled) or ``full``.
+    finetune: str = "lora"
+    lora_r: int = 16
+    lora_alpha: int = 32
+    lora_dropout: float = 0.0
+    lora_targets: list[str] = field(default_factory=lambda: ["q_proj", "k_proj", "v_proj", "o_proj"])
+    #: LoRA on the last N decoder layers only (0: all). Backward then stops at layer -N: cheaper.
+    lora_layers: int = 0
+    gradient_checkpointing: bool = False
+    clip_ratio: float = 0.2
+    clip_ratio_high: Optional[float] = None
+    kl_coef: float = 0.0
+    #: ``k1`` or ``k3`` (low-variance, non-negative).
+    kl_estimator: str = "k3"
+    #: ``loss`` (added to the loss) or ``reward`` (subtracted from token rewards).
+    kl_mode: str = "loss"
+    entropy_coef: float = 0.0
+    #: ``token`` (every generated token weighs the same) or ``sequence`` (every episode).
+    loss_agg: str = "token"
+    ppo_epochs: int = 1
+    mini_batches: int = 1
+    grad_accum: int = 1
+    max_grad_norm: float = 1.0
+    gamma: float = 1.0
+    lam: float = 0.95
+    #: GRPO: divide by the group's std; GAE / REINFORCE++: whiten over the batch.
+    norm_adv: bool = True
+    vf_coef: float = 0.5
+    value_clip: float = 0.2
+    #: Checkpoint every N steps (0: only at the end); keep the newest K (0: all).
+    save_every: int = 10
+    keep_checkpoints: int = 2
+    #: Stop after this many steps in a row whose updates were all skipped for a non-finite loss.
+    max_nonfinite: int = 3
+    #: Run envs in this process instead of launching env servers.
+    local_envs: bool = False
+    #: Show the live progress line (main process).
+    progress: bool = True
+
+    def __post_init__(self) -> None:
+        def one_of(key: str, allowed: tuple[str, ...]) -> None:
+            if getattr(self, key) not in allowed:
+                raise ValueError(f"trainer.{key} must be one of {', '.join(allowed)}, got {getattr(self, key)!r}")
+
+        one_of("algorithm", ALGORITHM_NAMES)
+        one_of("finetune", ("lora", "full"))
+        one_of("kl_estimator", ("k1", "k3"))
+        one_of("kl_mode", ("loss", "reward"))
+        one_of("loss_agg", ("token", "sequence"))
+        for key in ("steps", "ppo_epochs", "mini_batches", "grad_accum", "lora_r"):
+            if getattr(self, key) < 1:
+                raise ValueError(f"trainer.{key} must be >= 1, got {getattr(self, key)}")
+        if self.lr <= 0:
+            raise ValueError(f"trainer.lr must be > 0, got {self.lr}")
+        if not 0 <= self.clip_ratio < 1:
+            raise ValueError(f"trainer.clip_ratio must be in [0, 1), got {self.clip_ratio}")

@@ -1,0 +1,113 @@
+"""The trained module: a causal LM (optionally LoRA-wrapped) plus an optional value head.
+
+``forward`` returns per-token log-probs, entropies and values only where the loss mask is
+1: the LM head runs on those positions alone, which skips the (large-vocabulary) logits of
+every prompt and observation token. Wrapping this module in DDP synchronises its gradients.
+"""
+from __future__ import annotations
+
+import contextlib
+from typing import Any, Iterator
+
+import torch
+from torch import nn
+
+
+class PolicyModule(nn.Module):
+    def __init__(self, lm: nn.Module, value_head: bool = False) -> None:
+        super().__init__()
+        self.lm = lm
+        base = self.base_model
+        hidden = base.config.get_text_config().hidden_size if hasattr(base.config, "get_text_config") else base.config.hidden_size
+        self.value_head = nn.Linear(hidden, 1) if value_head else None
+        if self.value_head is not None:
+            nn.init.zeros_(self.value_head.weight)
+            nn.init.zeros_(self.value_head.bias)
+
+    @property
+    def base_model(self) -> nn.Module:
+        """The transformers ``*ForCausalLM`` (under the peft wrapper, if any)."""
+        return self.lm.get_base_model() if hasattr(self.lm, "get_base_model") else self.lm
+
+    @property
+    def is_lora(self) -> bool:
+        return hasattr(self.lm, "disable_adapter")
+
+    @contextlib.contextmanager
+    def reference(self) -> Iterator[None]:
+        """LoRA: the base model with adapters disabled is the reference policy."""
+        with self.lm.disable_adapter():
+            yield
+
+    def forward(
+        self,
+        input_ids: torch.Tensor,
+        attention_mask: torch.Tensor,
+        loss_mask: torch.Tensor,
+        with_entropy: bool = True,
+    ) -> dict[str, Any]:
+        base = self.base_model
+        decoder = base.get_decoder()
+        hidden = decoder(input_ids=input_ids, attention_mask=attention_mask, use_cache=False).last_hidden_state
+        sel = loss_mask[:, 1:] > 0  # token t (t >= 1) is predicted from position t - 1
+        h = hidden[:, :-1][sel]
+        targets = input_ids[:, 1:][sel]
+        logits = base.get_output_embeddings()(h).float()
+        logp_all = torch.log_softmax(logits, dim=-1)
+        logp = logp_all.gather(-1, targets[:, None]).squeeze(-1)
+        out: dict[str, Any] = {"logprobs": _scatter(logp, sel, input_ids.shape)}
+        if with_entropy:
+            ent = -(logp_all.exp() * logp_all).sum(-1)
+            out["entropy"] = _scatter(ent, sel, input_ids.shape)
+        if self.value_head is not None:
+            v = self.value_head(h.float()).squeeze(-1)
+            out["values"] = _scatter(v, sel, input_ids.shape)
+        return out
+
+
+def _scatter(values: torch.Tensor, sel: torch.Tensor, shape: torch.Size) -> torch.Tensor:
+    full = values.new_zeros(shape)
+    inner = values.new_zeros(sel.shape)
+    inner = inner.masked_scatter(sel, values)
+    return torch.cat([full[:, :1], inner], dim=1)
+
+
+def load_lm(path: str, *, dtype: str = "fp32", chat_template: str | None = None) -> tuple[nn.Module, Any]:
+    """Load the policy LM and tokenizer: through the ``hf`` engine plugin (aliases, GGUF) when
+    installed, else a local Hugging Face folder via transformers."""
+    try:
+        from agentgym_engine_hf.loading import load_model
+    except ImportError:
+        load_model = None
+    if load_model is not None:
+        return load_model(path, dtype=dtype, device="cpu", chat_template=chat_template)
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    model = AutoModelForCausalLM.from_pretrained(path, dtype=torch.float32)
+    tok = AutoTokenizer.from_pretrained(path)
+    if chat_template:
+        tok.chat_template = chat_template
+    return model, tok
+
+
+def apply_lora(lm: nn.Module, r: int, alpha: int, dropout: float, targets: list[str], last_layers: int = 0) -> nn.Module:
+    """Wrap *lm* with LoRA adapters (peft); only the adapters train (on the last *last_layers* layers if > 0)."""
+    from peft import LoraConfig, get_peft_model
+
+    layers = None
+    if last_layers > 0:
+        n = lm.config.get_text_config().num_hidden_layers
+        layers = list(range(max(0, n - last_layers), n))
+    config = LoraConfig(r=r, lora_alpha=alpha, lora_dropout=dropout, target_modules=list(targets),
+                        layers_to_transform=layers, task_type="CAUSAL_LM")
+    return get_peft_model(lm, config)
+
+
+def frozen_copy(lm: nn.Module) -> nn.Module:
+    """A frozen copy of *lm* (the reference policy for full fine-tuning)."""
+    import copy
+
+    ref = copy.deepcopy(lm)
+    ref.requires_grad_(False)
+    ref.eval()
+    return ref

@@ -1,0 +1,177 @@
+"""The run directory: config, metrics (JSONL + TensorBoard), trajectories, atomic checkpoints.
+
+Layout (read by ``agentgym report`` / ``view``)::
+
+    runs/<name>/config.yaml  metrics.jsonl  tb/  trajectories/step_000001.jsonl
+                checkpoints/step_000010/  checkpoints/latest  eval/before.json  eval/after.json
+
+File names count steps from 1 (``step_000010`` holds the weights after 10 steps); hooks
+receive the 0-based index of the step that just ran.
+"""
+from __future__ import annotations
+
+import json
+import math
+import os
+import random
+import shutil
+from pathlib import Path
+from typing import Any, Optional
+
+import numpy as np
+import torch
+
+from agentgym_core.errors import AgentGymError
+
+
+class ResumeError(AgentGymError):
+    """``--resume`` was given a directory without a complete checkpoint."""
+
+
+def step_name(step: int) -> str:
+    return f"step_{step:06d}"
+
+
+class RunDir:
+    def __init__(self, path: str | os.PathLike, main: bool = True) -> None:
+        self.path = Path(path)
+        self.main = main
+        self._tb: Any = None
+        if main:
+            for sub in ("trajectories", "checkpoints", "eval"):
+                (self.path / sub).mkdir(parents=True, exist_ok=True)
+
+    # -- metrics -----------------------------------------------------------------------------
+    def log(self, metrics: dict[str, float]) -> None:
+        if not self.main:
+            return
+        row = {k: (v if not isinstance(v, float) or math.isfinite(v) else None) for k, v in metrics.items()}
+        with open(self.path / "metrics.jsonl", "a", encoding="utf-8") as f:
+            f.write(json.dumps(row) + "\n")
+        writer = self.tensorboard()
+        if writer is not None:
+            for k, v in metrics.items():
+                if isinstance(v, (int, float)) and k != "step" and math.isfinite(v):
+                    writer.add_scalar(k, v, int(metrics["step"]))
+            writer.flush()
+
+    def tensorboard(self) -> Any:
+        if self._tb is None:
+            try:
+                from torch.utils.tensorboard import SummaryWriter
+            except ImportError:  # tensorboard not installed: JSONL only
+                self._tb = False
+            else:
+                self._tb = SummaryWriter(str(self.path / "tb"))
+        return self._tb or None
+
+    def truncate_metrics(self, last_step: int) -> None:
+        """Drop metric rows after *last_step* (a resumed run redoes them)."""
+        p = self.path / "metrics.jsonl"
+        if not self.main or not p.exists():
+            return
+        keep = [line for line in p.read_text().splitlines() if line.strip() and json.loads(line).get("step", 0) <= last_step]
+        p.write_text("".join(line + "\n" for line in keep))
+
+    def write_json(self, rel: str, data: Any) -> None:
+        if self.main:
+            target = self.path / rel
+            target.parent.mkdir(parents=True, exist_ok=True)
+            tmp = target.with_suffix(".tmp")
+            tmp.write_text(json.dumps(data, indent=2, default=str))
+            os.replace(tmp, target)
+
+    def close(self) -> None:
+        if self._tb:
+            self._tb.close()
+
+    # -- checkpoints -------------------------------------------------------------------------
+    def latest_checkpoint(self) -> Optional[Path]:
+        p = self.path / "checkpoints" / "latest"
+        if not p.exists():
+            return None
+        ckpt = self.path / "checkpoints" / p.read_text().strip()
+        return ckpt if (ckpt / "trainer_state.pt").exists() else None
+
+    def save_checkpoint(self, step: int, model: Any, tokenizer: Any, state: dict[str, Any], keep: int) -> Path:
+        """Write ``checkpoints/step_N`` via a temp folder + rename, then point ``latest`` at it."""
+        root = self.path / "checkpoints"
+        final = root / step_name(step)
+        tmp = root / f".tmp-{step_name(step)}"
+        shutil.rmtree(tmp, ignore_errors=True)
+        tmp.mkdir(parents=True)
+        model.save_pretrained(str(tmp), safe_serialization=True)
+        if tokenizer is not None:
+            tokenizer.save_pretrained(str(tmp))
+        torch.save(state, tmp / "trainer_state.pt")
+        (tmp / "trainer_state.json").write_text(json.dumps(_jsonable(state), indent=2, default=str))
+        _fsync_dir(tmp)
+        if final.exists():
+            shutil.rmtree(final)
+        os.rename(tmp, final)
+        latest_tmp = root / ".latest.tmp"
+        latest_tmp.write_text(step_name(step) + "\n")
+        os.replace(latest_tmp, root / "latest")
+        self._prune(root, keep)
+        return final
+
+    def _prune(self, root: Path, keep: int) -> None:
+        if keep <= 0:
+            return
+        done = sorted(p for p in root.glob("step_*") if p.is_dir())
+        for old in done[:-keep]:
+            shutil.rmtree(old, ignore_errors=True)
+
+
+def _jsonable(state: dict[str, Any]) -> dict[str, Any]:
+    """The human-readable part of the trainer state (no tensors)."""
+    return {k: v for k, v in state.items() if k not in ("optimizer", "lr_scheduler", "rng", "value_head", "ref")}
+
+
+def _fsync_dir(path: Path) -> None:
+    for f in path.iterdir():
+        if f.is_file():
+            with open(f, "rb") as fh:
+                os.fsync(fh.fileno())
+
+
+def rng_state() -> dict[str, Any]:
+    return {"python": random.getstate(), "numpy": np.random.get_state(), "torch": torch.get_rng_state()}
+
+
+def set_rng_state(state: dict[str, Any]) -> None:
+    random.setstate(state["python"])
+    np.random.set_state(state["numpy"])
+    torch.set_rng_state(state["torch"])
+
+
+class TaskCursor:
+    """Training task ids in a seeded shuffled order, epoch after epoch; its state resumes exactly."""
+
+    def __init__(self, ids: list[int], seed: int) -> None:
+        if not ids:
+            raise AgentGymError("the env's train split is empty: nothing to train on")
+        self.ids, self.seed, self.epoch, self.index = list(ids), seed, 0, 0
+        self._order = self._shuffle()
+
+    def _shuffle(self) -> list[int]:
+        order = list(self.ids)
+        random.Random(self.seed * 1_000_003 + self.epoch).shuffle(order)
+        return order
+
+    def take(self, n: int) -> list[int]:
+        out = []
+        while len(out) < n:
+            if self.index >= len(self._order):
+                self.epoch, self.index = self.epoch + 1, 0
+                self._order = self._shuffle()
+            out.append(self._order[self.index])
+            self.index += 1
+        return out
+
+    def state_dict(self) -> dict[str, int]:
+        return {"epoch": self.epoch, "index": self.index}
+
+    def load_state_dict(self, state: dict[str, int]) -> None:
+        self.epoch, self.index = int(state["epoch"]), int(state["index"])
+        self._order = self._shuffle()

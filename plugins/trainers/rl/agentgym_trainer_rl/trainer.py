@@ -1,0 +1,351 @@
+"""The ``rl`` trainer: collect (rollout) -> rewards -> advantages -> update -> log / checkpoint.
+
+One process or many (``accelerate``; DDP): every rank plays its share of the step's task
+groups with its own copy of the policy, gradients are averaged, and the main process writes
+the run directory. The whole data flow is :meth:`RLTrainer.fit`.
+"""
+from __future__ import annotations
+
+import asyncio
+import math
+import time
+import zlib
+from pathlib import Path
+from typing import Any, Optional
+
+import torch
+
+from agentgym_core.components import Trainer
+from agentgym_core.config import build_component, to_yaml
+from agentgym_core.errors import AgentGymError, ConfigError
+
+from .algorithms import ALGORITHMS, Options
+from .batch import build_batch
+from .config import RLConfig
+from .policy import PolicyModule, apply_lora, frozen_copy, load_lm
+from .rundir import ResumeError, RunDir, TaskCursor, rng_state, set_rng_state, step_name
+from .update import Updater, UpdateOptions
+
+
+class TrainingDiverged(AgentGymError):
+    """The loss stayed non-finite for too many steps in a row."""
+
+
+class RLTrainer(Trainer):
+    Config = RLConfig
+
+    def __init__(self, config: Any, manager: Any, *, resume: Optional[str] = None, **options: Any) -> None:
+        super().__init__(config, manager)
+        self.tc = RLConfig(**options)
+        self.resume = resume
+        self.summary: dict[str, Any] = {}
+
+    # -- setup -------------------------------------------------------------------------------
+    def _setup(self) -> None:
+        from accelerate import Accelerator
+
+        from agentgym_core.backend import resolve_backend
+
+        cfg, tc = self.config, self.tc
+        self.backend = resolve_backend(self.manager, cfg.backend)
+        self.backend.setup()
+        self.acc = Accelerator(cpu=self.backend.name == "cpu")
+        self.rank, self.world = self.acc.process_index, self.acc.num_processes
+        self.main = self.acc.is_main_process
+        path = Path(self.resume) if self.resume else Path(cfg.run.output_dir) / cfg.run.name
+        self.ckpt: Optional[Path] = None
+        if self.resume:
+            self.ckpt = RunDir(path, main=False).latest_checkpoint()
+            if self.ckpt is None:
+                raise ResumeError(f"--resume {path}: no complete checkpoint (checkpoints/latest); "
+                                  "start a new run without --resume")
+        self.rd = RunDir(path, self.main)
+        if self.main and not self.resume:
+            (path / "config.yaml").write_text(to_yaml(cfg))
+        episodes = cfg.rollout.tasks_per_step * cfg.rollout.group_size
+        if cfg.rollout.tasks_per_step % self.world:
+            raise ConfigError(f"rollout.tasks_per_step ({cfg.rollout.tasks_per_step}) must be divisible by the "
+                              f"number of processes ({self.world}): each process plays whole task groups")
+        if episodes // self.world < tc.mini_batches * tc.grad_accum:
+            raise ConfigError(f"each process gets {episodes // self.world} episodes per step, fewer than "
+                              f"trainer.mini_batches * trainer.grad_accum = {tc.mini_batches * tc.grad_accum}")
+        torch.manual_seed(cfg.run.seed + self.rank)
+        self._build_model()
+        self._build_components()
+
+    def _build_model(self) -> None:
+        cfg, tc = self.config, self.tc
+        full_resume = self.ckpt is not None and tc.finetune == "full"
+        lm, self.tokenizer = load_lm(str(self.ckpt) if full_resume else cfg.model.path, dtype="fp32",
+                                     chat_template=cfg.model.chat_template)
+        lm.to(self.acc.device)
+        self.bf16 = cfg.model.dtype in ("auto", "bf16") and self.backend.supports_bf16()
+        if tc.gradient_checkpointing:
+            lm.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": False})
+        self.algorithm = ALGORITHMS[tc.algorithm]
+        reference = None
+        if tc.finetune == "lora":
+            if self.ckpt is not None:
+                from peft import PeftModel
+
+                lm = PeftModel.from_pretrained(lm, str(self.ckpt), is_trainable=True)
+            else:
+                lm = apply_lora(lm, tc.lora_r, tc.lora_alpha, tc.lora_dropout, tc.lora_targets, tc.lora_layers)
+        elif tc.kl_coef > 0:
+            ref_lm = lm if self.ckpt is None else load_lm(cfg.model.path, dtype="fp32")[0].to(self.acc.device)
+            reference = PolicyModule(frozen_copy(ref_lm))
+        lm.train()
+        policy = PolicyModule(lm, value_head=self.algorithm.needs_value).to(self.acc.device)
+        params = [p for p in policy.parameters() if p.requires_grad]
+        optimizer = torch.optim.AdamW(params, lr=tc.lr, weight_decay=tc.weight_decay)
+        warmup = tc.warmup_steps
+        self.lr_sched = torch.optim.lr_scheduler.LambdaLR(optimizer, lambda s: min(1.0, (s + 1) / warmup) if warmup else 1.0)
+        self.policy, self.optimizer = self.acc.prepare(policy, optimizer)
+        self.module: PolicyModule = self.acc.unwrap_model(self.policy)
+        opts = UpdateOptions(
+            clip_ratio=tc.clip_ratio, clip_ratio_high=tc.clip_ratio_high, kl_coef=tc.kl_coef,
+            kl_estimator=tc.kl_estimator, kl_mode=tc.kl_mode, entropy_coef=tc.entropy_coef, loss_agg=tc.loss_agg,
+            ppo_epochs=tc.ppo_epochs, mini_batches=tc.mini_batches, grad_accum=tc.grad_accum,
+            max_grad_norm=tc.max_grad_norm, vf_coef=tc.vf_coef, value_clip=tc.value_clip, bf16=self.bf16,
+            device=str(self.acc.device),
+        )
+        algo_opts = Options(gamma=tc.gamma, lam=tc.lam, norm_std=tc.norm_adv, whiten=tc.norm_adv)
+        self.updater = Updater(self.policy, self.optimizer, self.algorithm, opts, algo_opts, self.acc, reference)
+
+    def _build_components(self) -> None:
+        from agentgym_core.env.launcher import open_env_pool
+
+        cfg, m = self.config, self.manager
+        if "env" not in cfg:
+            raise ConfigError("the run config has no 'env' section: say which env to train on (env: {name: babyai})")
+        self.loop = asyncio.new_event_loop()
+        self.engine = build_component(m, "engines", cfg.engine, self.module.lm, tokenizer=self.tokenizer)
+        self.pool = open_env_pool(cfg.env, m, local=self.tc.local_envs)
+        info = self.loop.run_until_complete(self.pool.info())
+        self.instruction, self.action_format = info["instruction"], info["action_format"]
+        self.splits = {k: list(range(*v)) if v else list(range(info["splits"][k]))
+                       for k, v in info.get("split_ranges", {}).items()}
+        describer = getattr(self.pool, "describer", None)
+        self.categories = describer().category if describer else None
+        self.scheduler = build_component(m, "schedulers", cfg.scheduler)
+        self.rewards = [(build_component(m, "rewards", r), float(r.weight)) for r in cfg.rewards]
+        self.cursor = TaskCursor(self.splits["train"], cfg.run.seed)
+
+    # -- pieces of a step ------------------------------------------------------------------
+    def _rollout(self, tasks: list[tuple[int, int]], horizon: int, step: int, **kw: Any) -> tuple[list, dict]:
+        from agentgym_core.rollout.runner import rollout
+
+        cfg, stats = self.config, {}
+        trajs = self.loop.run_until_complete(rollout(
+            self.engine, self.pool, tasks, max_turns=horizon, instruction=self.instruction,
+            action_format=self.action_format, agent_cfg=cfg.agent, rollout_cfg=cfg.rollout, step=step,
+            max_context=cfg.model.max_context, chat_template=cfg.model.chat_template, env_name=cfg.env.name,
+            stats=stats, **kw))
+        return trajs, stats
+
+    def _reward(self, trajectories: list) -> None:
+        for t in trajectories:
+            total = [0.0] * len(t.turns)
+            for fn, weight in self.rewards:
+                for i, r in enumerate(fn(t)):
+                    total[i] += weight * float(r)
+            t.rewards = total
+
+    def evaluate(self, tag: str) -> Optional[dict]:
+        """Greedy episodes on held-out tasks (main process); writes ``eval/<tag>.json``."""
+        from agentgym_core.evaluation import evaluate, select_tasks
+
+        ev = self.config.eval
+        summary = None
+        if self.main:
+            split = self.splits.get(ev.split)
+            if split is None:
+                raise ConfigError(f"eval.split {ev.split!r} is not a split of env {self.config.env.name!r} "
+                                  f"(it has {', '.join(self.splits)})")
+            horizon = max(self.scheduler.max_turns(s) for s in (0, self.tc.steps - 1))
+            self.module.eval()
+            summary, _ = self.loop.run_until_complete(evaluate(
+                self.engine, self.pool, select_tasks(split, ev.tasks), k=ev.k, max_turns=horizon,
+                instruction=self.instruction, action_format=self.action_format, agent_cfg=self.config.agent,
+                rollout_cfg=self.config.rollout, categories=self.categories, temperature=ev.temperature,
+                dump_path=self.rd.path / "eval" / f"{tag}_trajectories.jsonl", seed=self.config.run.seed,
+                max_context=self.config.model.max_context, chat_template=self.config.model.chat_template,
+                env_name=self.config.env.name))
+            self.module.train()
+            self.rd.write_json(f"eval/{tag}.json", summary)
+        self.acc.wait_for_everyone()
+        return summary
+
+    def _save(self, step: int, horizon: int, last: dict[str, float], nonfinite: int) -> None:
+        from accelerate.utils import gather_object
+
+        rngs = gather_object([rng_state()])
+        # Each rank's trainable weights, hashed: DDP keeps them identical; a mismatch means desync.
+        checksums = gather_object([_param_hash(self.module)])
+        if self.main:
+            state = {
+                "step": step + 1, "horizon": horizon, "algorithm": self.tc.algorithm, "world_size": self.world,
+                "scheduler": self.scheduler.state_dict(), "cursor": self.cursor.state_dict(),
+                "optimizer": self.optimizer.state_dict(), "lr_scheduler": self.lr_sched.state_dict(),
+                "rng": rngs, "nonfinite": nonfinite, "metrics": last, "param_sha256": checksums,
+                "value_head": self.module.value_head.state_dict() if self.module.value_head is not None else None,
+            }
+            path = self.rd.save_checkpoint(step + 1, self.module.lm, self.tokenizer, state, self.tc.keep_checkpoints)
+            self.manager.hook.on_checkpoint(step=step, path=str(path), run_dir=str(self.rd.path))
+        self.acc.wait_for_everyone()
+
+    def _restore(self) -> tuple[int, int]:
+        state = torch.load(self.ckpt / "trainer_state.pt", weights_only=False)
+        if state["world_size"] != self.world:
+            raise ResumeError(f"checkpoint {self.ckpt} was written by {state['world_size']} processes, "
+                              f"this run has {self.world}; resume with --num-processes {state['world_size']}")
+        self.optimizer.load_state_dict(state["optimizer"])
+        self.lr_sched.load_state_dict(state["lr_scheduler"])
+        self.scheduler.load_state_dict(state["scheduler"])
+        self.cursor.load_state_dict(state["cursor"])
+        if state.get("value_head") is not None:
+            self.module.value_head.load_state_dict(state["value_head"])
+        set_rng_state(state["rng"][self.rank])
+        self.rd.truncate_metrics(state["step"])
+        return int(state["step"]), int(state.get("nonfinite", 0))
+
+    # -- the loop ----------------------------------------------------------------------------
+    def fit(self) -> dict[str, Any]:
+        self._setup()
+        cfg, tc, hook = self.config, self.tc, self.manager.hook
+        run_dir = str(self.rd.path)
+        start, nonfinite = self._restore() if self.ckpt is not None else (0, 0)
+        hook.on_run_start(run_dir=run_dir, config=cfg)
+        status, last = "failed", {}
+        try:
+            if cfg.eval.before and not (self.rd.path / "eval" / "before.json").exists():
+                self.summary["before"] = self.evaluate("before")
+            bar = self._progress(start)
+            for step in range(start, tc.steps):
+                last, nonfinite = self._step(step, nonfinite)
+                if bar is not None:
+                    bar.update(1)
+                    bar.set_postfix_str(_postfix(last))
+                if (tc.save_every and (step + 1) % tc.save_every == 0) or step + 1 == tc.steps:
+                    self._save(step, int(last["horizon"]), last, nonfinite)
+            if bar is not None:
+                bar.close()
+            if cfg.eval.after:
+                self.summary["after"] = self.evaluate("after")
+            status = "completed"
+        except KeyboardInterrupt:
+            status = "interrupted"
+            raise
+        finally:
+            hook.on_run_end(run_dir=run_dir, metrics=dict(last), status=status)
+            self.rd.close()
+            self.loop.run_until_complete(self.pool.aclose())
+            self.engine.close()
+            self.loop.close()
+        return {**last, **{f"eval_{k}": v for k, v in self.summary.items()}}
+
+    def _step(self, step: int, nonfinite: int) -> tuple[dict[str, float], int]:
+        from accelerate.utils import gather_object
+
+        cfg, tc = self.config, self.tc
+        t0 = time.perf_counter()
+        horizon = int(self.scheduler.max_turns(step))
+        task_ids = self.cursor.take(cfg.rollout.tasks_per_step)  # same on every rank
+        mine = [(tid, g) for g, tid in enumerate(task_ids) if g % self.world == self.rank]
+        tasks = [(tid, g) for tid, g in mine for _ in range(cfg.rollout.group_size)]
+        seed = zlib.crc32(f"{cfg.run.seed}/{step}/{self.rank}".encode())
+        self.module.eval()
+        trajs, stats = self._rollout(tasks, horizon, step + 1, seed=seed)
+        self.module.train()
+        t1 = time.perf_counter()
+        self._reward(trajs)
+        for t in trajs:
+            t.step = step + 1
+        everything = gather_object(trajs) if self.world > 1 else trajs
+        self.manager.hook.on_rollout_end(step=step, trajectories=trajs, run_dir=str(self.rd.path))
+        if self.main and cfg.rollout.dump_trajectories:
+            from agentgym_core.rollout.runner import dump_trajectories
+
+            dump_trajectories(everything, self.rd.path / "trajectories", step + 1)
+        batch = build_batch(trajs, pad_id=self.tokenizer.pad_token_id or 0)
+        train = self.updater.step(batch)
+        self.lr_sched.step()
+        t2 = time.perf_counter()
+        if self.world > 1:
+            gathered = gather_object([train])
+            train = {k: sum(g[k] for g in gathered) / len(gathered) for k in train}
+        if train["updates"] == 0:
+            nonfinite += 1
+            if nonfinite >= tc.max_nonfinite:
+                raise TrainingDiverged(
+                    f"step {step + 1}: the loss or gradient was non-finite in {nonfinite} steps in a row; lower "
+                    f"trainer.lr (now {tc.lr}), keep trainer.max_grad_norm > 0, or use model.dtype: fp32")
+        else:
+            nonfinite = 0
+        metrics = _metrics(step, horizon, everything, train, stats, t0, t1, t2, self.world)
+        metrics["lr"] = self.lr_sched.get_last_lr()[0]
+        self.scheduler.observe(step, metrics)
+        if self.main:
+            self.rd.log(metrics)
+            self.manager.hook.on_step_end(step=step, metrics=metrics, run_dir=str(self.rd.path))
+        return metrics, nonfinite
+
+    def _progress(self, start: int) -> Any:
+        if not (self.main and self.tc.progress):
+            return None
+        from tqdm.auto import tqdm
+
+        return tqdm(total=self.tc.steps, initial=start, desc="train", unit="step", dynamic_ncols=True)
+
+
+def _metrics(step: int, horizon: int, trajs: list, train: dict, stats: dict, t0: float, t1: float, t2: float,
+             world: int) -> dict[str, float]:
+    n = max(1, len(trajs))
+    ok = [t for t in trajs if not t.failed]
+    turns = [t.num_turns for t in ok] or [0]
+    tokens = sum(len(t.token_ids) for t in trajs)
+    generated = sum(t.num_generated for t in trajs)
+    nan = float("nan")
+    return {
+        "step": step + 1,
+        "reward_mean": sum(sum(t.rewards) for t in ok) / max(1, len(ok)),
+        "success_rate": sum(bool(t.success) for t in ok) / max(1, len(ok)),
+        "score_mean": sum(t.score for t in ok) / max(1, len(ok)),
+        "turns_mean": sum(turns) / len(turns),
+        "turns_max": max(turns),
+        "horizon": horizon,
+        "kl": train.get("kl", nan),
+        "entropy": train.get("entropy", nan),
+        "loss": train.get("loss", nan),
+        "pg_loss": train.get("pg_loss", nan),
+        "clipfrac": train.get("clipfrac", nan),
+        "grad_norm": train.get("grad_norm", nan),
+        **({"value_loss": train["value_loss"]} if "value_loss" in train else {}),
+        "nonfinite_skipped": train.get("nonfinite_skipped", 0.0),
+        "tokens_per_s": tokens / max(t2 - t0, 1e-9),
+        "gen_tokens_per_s": generated / max(t1 - t0, 1e-9),
+        "train_tokens_per_s": tokens / max(t2 - t1, 1e-9),
+        "step_time_s": t2 - t0,
+        "rollout_time_s": t1 - t0,
+        "update_time_s": t2 - t1,
+        "episodes": len(trajs),
+        "env_failures": sum(bool(t.failed) for t in trajs),
+        "processes": world,
+    }
+
+
+def _param_hash(module: torch.nn.Module) -> str:
+    import hashlib
+
+    h = hashlib.sha256()
+    for name, p in module.named_parameters():
+        if p.requires_grad:
+            h.update(name.encode())
+            h.update(p.detach().float().cpu().numpy().tobytes())
+    return h.hexdigest()
+
+
+def _postfix(m: dict[str, float]) -> str:
+    kl = m.get("kl", float("nan"))
+    return (f"reward={m['reward_mean']:.3f} success={m['success_rate']:.2f} turns={m['turns_mean']:.1f} "
+            f"horizon={m['horizon']} tok/s={m['tokens_per_s']:.0f}" + ("" if math.isnan(kl) else f" kl={kl:.4f}"))

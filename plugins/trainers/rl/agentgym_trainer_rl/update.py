@@ -1,0 +1,220 @@
+"""One training step on a batch: score (old/ref log-probs, values) -> advantages -> PPO epochs.
+
+Nothing here knows which algorithm runs: the algorithm fills ``batch.advantages`` (and
+``batch.returns`` when it trains a value head) and the same clipped-surrogate update follows.
+"""
+from __future__ import annotations
+
+import contextlib
+import math
+from dataclasses import dataclass
+from typing import Any, Optional
+
+import torch
+
+from .algorithms import Algorithm, Options
+from .batch import Batch
+from .losses import aggregate, clipped_policy_loss, kl_estimate, normaliser, value_loss
+
+
+@dataclass
+class UpdateOptions:
+    clip_ratio: float = 0.2
+    clip_ratio_high: Optional[float] = None
+    kl_coef: float = 0.0
+    kl_estimator: str = "k3"
+    #: ``loss`` (beta * KL added to the loss) or ``reward`` (-beta * KL added to token rewards).
+    kl_mode: str = "loss"
+    entropy_coef: float = 0.0
+    loss_agg: str = "token"
+    ppo_epochs: int = 1
+    mini_batches: int = 1
+    grad_accum: int = 1
+    max_grad_norm: float = 1.0
+    vf_coef: float = 0.5
+    value_clip: float = 0.2
+    bf16: bool = False
+    device: str = "cpu"
+
+
+def _unwrap(module: torch.nn.Module) -> torch.nn.Module:
+    return module.module if hasattr(module, "module") and not hasattr(module, "lm") else module
+
+
+class Updater:
+    """Holds the policy (possibly DDP-wrapped), optimizer and reference; runs steps on batches."""
+
+    def __init__(
+        self,
+        policy: torch.nn.Module,
+        optimizer: torch.optim.Optimizer,
+        algorithm: Algorithm,
+        opts: UpdateOptions,
+        algo_opts: Options = Options(),
+        accelerator: Any = None,
+        reference: Optional[torch.nn.Module] = None,
+    ) -> None:
+        self.policy = policy
+        self.optimizer = optimizer
+        self.algorithm = algorithm
+        self.opts = opts
+        self.algo_opts = algo_opts
+        self.accelerator = accelerator
+        self.reference = reference  # full fine-tuning: a frozen PolicyModule; LoRA: None
+
+    # -- helpers ---------------------------------------------------------------------------
+    @property
+    def module(self) -> torch.nn.Module:
+        return _unwrap(self.policy)
+
+    def _autocast(self) -> Any:
+        if not self.opts.bf16:
+            return contextlib.nullcontext()
+        return torch.autocast(device_type=self.opts.device.split(":")[0], dtype=torch.bfloat16)
+
+    def _all_reduce(self) -> Any:
+        if self.accelerator is None or self.accelerator.num_processes == 1:
+            return None
+        import torch.distributed as dist
+
+        def reduce(t: torch.Tensor) -> torch.Tensor:
+            dist.all_reduce(t)
+            return t
+
+        return reduce
+
+    def _chunks(self, rows: torch.Tensor, parts: int) -> list[torch.Tensor]:
+        parts = max(1, min(parts, len(rows))) if len(rows) else 1
+        return list(torch.tensor_split(rows, parts))
+
+    def _to(self, t: torch.Tensor) -> torch.Tensor:
+        return t.to(self.opts.device)
+
+    # -- the step --------------------------------------------------------------------------
+    @property
+    def single_pass(self) -> bool:
+        """One mini-batch, one epoch: old log-probs equal the current ones (no extra forward)."""
+        return self.opts.ppo_epochs == 1 and self.opts.mini_batches == 1
+
+    @torch.no_grad()
+    def score(self, batch: Batch) -> None:
+        """Fill old/ref log-probs and values with a gradient-free pass (only what is needed)."""
+        # KL as a reward penalty needs the pre-update log-probs before the update pass too.
+        need_old = not self.single_pass or (self.opts.kl_mode == "reward" and self.opts.kl_coef > 0)
+        need_ref = self.opts.kl_coef > 0
+        need_values = self.algorithm.needs_value
+        if not (need_old or need_ref or need_values):
+            return
+        module = self.module
+        module.eval()
+        shape = batch.input_ids.shape
+        old, ref, values = torch.zeros(shape), torch.zeros(shape), torch.zeros(shape)
+        rows = torch.arange(len(batch))
+        for micro in self._chunks(rows, self.opts.grad_accum * self.opts.mini_batches):
+            mb = batch.select(micro)
+            args = (self._to(mb.input_ids), self._to(mb.attention_mask), self._to(mb.loss_mask))
+            length = mb.input_ids.shape[1]
+            with self._autocast():
+                if need_old or need_values:
+                    out = module(*args, with_entropy=False)
+                    old[micro, :length] = out["logprobs"].float().cpu()
+                    if need_values:
+                        values[micro, :length] = out["values"].float().cpu()
+                if need_ref:
+                    if self.reference is not None:
+                        r = self.reference(*args, with_entropy=False)
+                    else:
+                        with module.reference():
+                            r = module(*args, with_entropy=False)
+                    ref[micro, :length] = r["logprobs"].float().cpu()
+        module.train()
+        batch.old_logprobs = old if need_old else None
+        batch.ref_logprobs = ref if need_ref else None
+        batch.values = values if need_values else None
+
+    def advantages(self, batch: Batch) -> None:
+        """KL as reward penalty (when configured), then the algorithm's estimator."""
+        if self.opts.kl_mode == "reward" and batch.ref_logprobs is not None and batch.old_logprobs is not None:
+            kl = kl_estimate(batch.old_logprobs, batch.ref_logprobs, self.opts.kl_estimator)
+            batch.token_rewards = batch.token_rewards - self.opts.kl_coef * kl * batch.loss_mask
+        batch.advantages, batch.returns = self.algorithm.estimate(batch, self.algo_opts, self._all_reduce())
+
+    def step(self, batch: Batch) -> dict[str, float]:
+        """Score, estimate advantages and update; returns the step's training metrics."""
+        self.score(batch)
+        self.advantages(batch)
+        return self.update(batch)
+
+    def update(self, batch: Batch) -> dict[str, float]:
+        o = self.opts
+        sums: dict[str, float] = {}
+        counts: dict[str, int] = {}
+
+        def add(name: str, value: float) -> None:
+            sums[name] = sums.get(name, 0.0) + value
+            counts[name] = counts.get(name, 0) + 1
+
+        skipped = updates = 0
+        clip_high = o.clip_ratio_high if o.clip_ratio_high is not None else o.clip_ratio
+        params = [p for p in self.policy.parameters() if p.requires_grad]
+        for _ in range(o.ppo_epochs):
+            order = torch.randperm(len(batch))
+            for mini in self._chunks(order, o.mini_batches):
+                norm = normaliser(batch.loss_mask[mini], o.loss_agg)
+                micros = self._chunks(mini, o.grad_accum)
+                local_loss = 0.0
+                for i, micro in enumerate(micros):
+                    mb = batch.select(micro)
+                    mask = self._to(mb.loss_mask)
+                    defer = self.accelerator is not None and i < len(micros) - 1
+
+                    def sync() -> Any:  # DDP: all-reduce gradients only on the last micro-batch
+                        return self.accelerator.no_sync(self.policy) if defer else contextlib.nullcontext()
+
+                    with sync(), self._autocast():
+                        out = self.policy(self._to(mb.input_ids), self._to(mb.attention_mask), mask,
+                                          with_entropy=True)
+                    lp = out["logprobs"].float()
+                    old = self._to(mb.old_logprobs) if mb.old_logprobs is not None else lp.detach()
+                    pg, clipped = clipped_policy_loss(lp, old, self._to(mb.advantages), o.clip_ratio, clip_high)
+                    loss = aggregate(pg, mask, o.loss_agg, norm)
+                    ntok = float(mask.sum().clamp(min=1))
+                    add("pg_loss", float(aggregate(pg.detach(), mask, o.loss_agg, normaliser(mask, o.loss_agg))))
+                    add("clipfrac", float((clipped * mask).sum() / ntok))
+                    ent = out["entropy"].float()
+                    add("entropy", float((ent.detach() * mask).sum() / ntok))
+                    if o.entropy_coef:
+                        loss = loss - o.entropy_coef * aggregate(ent, mask, o.loss_agg, norm)
+                    if mb.ref_logprobs is not None:
+                        kl = kl_estimate(lp, self._to(mb.ref_logprobs), o.kl_estimator)
+                        add("kl", float((kl.detach() * mask).sum() / ntok))
+                        if o.kl_mode == "loss":
+                            loss = loss + o.kl_coef * aggregate(kl, mask, o.loss_agg, norm)
+                    if "values" in out and mb.returns is not None:
+                        vl = value_loss(out["values"].float(), self._to(mb.values), self._to(mb.returns), o.value_clip)
+                        loss = loss + o.vf_coef * aggregate(vl, mask, o.loss_agg, norm)
+                        add("value_loss", float((vl.detach() * mask).sum() / ntok))
+                    with sync():
+                        if self.accelerator is not None:
+                            self.accelerator.backward(loss)
+                        else:
+                            loss.backward()
+                    local_loss += float(loss.detach())
+                if self.accelerator is not None:
+                    grad_norm = self.accelerator.clip_grad_norm_(params, o.max_grad_norm)
+                else:
+                    grad_norm = torch.nn.utils.clip_grad_norm_(params, o.max_grad_norm)
+                grad_norm = float(grad_norm)
+                if math.isfinite(grad_norm) and math.isfinite(local_loss):
+                    self.optimizer.step()
+                    updates += 1
+                    add("grad_norm", grad_norm)
+                    add("loss", local_loss)
+                else:
+                    skipped += 1
+                self.optimizer.zero_grad(set_to_none=True)
+        metrics = {k: sums[k] / counts[k] for k in sums}
+        metrics["updates"] = float(updates)
+        metrics["nonfinite_skipped"] = float(skipped)
+        metrics.setdefault("loss", float("nan"))
+        return metrics
