@@ -48,10 +48,19 @@ class AgentSection:
     action_format: Optional[str] = None
     #: Keep only the last K turns in the prompt (0: keep all).
     history_window: int = 0
+    #: Where the env's instruction goes: ``system`` (the system message),
+    #: ``before_observation`` or ``after_observation`` (inside the first user message, which
+    #: small models such as SmolLM2-135M follow better than a system message).
+    instruction_position: str = "system"
 
     def __post_init__(self) -> None:
         if self.history_window < 0:
             raise ValueError(f"agent.history_window must be >= 0, got {self.history_window}")
+        if self.instruction_position not in ("system", "before_observation", "after_observation"):
+            raise ValueError(
+                "agent.instruction_position must be system, before_observation or after_observation, "
+                f"got {self.instruction_position!r}"
+            )
 
 
 @dataclass

@@ -83,7 +83,9 @@ class ChatFormat:
     # -- episode pieces -------------------------------------------------------------------
     def start(self, system: str, first_observation: str) -> tuple[list[dict[str, str]], str, list[int]]:
         """Messages, rendered text and token ids of the initial prompt."""
-        messages = [{"role": "system", "content": system}, {"role": "user", "content": first_observation}]
+        messages = [{"role": "user", "content": first_observation}]
+        if system:  # no system message: the template's own default (if it has one) applies
+            messages.insert(0, {"role": "system", "content": system})
         text = self.render(messages, add_generation_prompt=True)
         return messages, text, self.encode(text)
 

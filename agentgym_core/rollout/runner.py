@@ -54,7 +54,11 @@ async def rollout(
     fmt = check_format(agent.get("action_format") or action_format)
     temp = float(cfg.get("temperature", 1.0) if temperature is None else temperature)
     chat = ChatFormat(engine.tokenizer, chat_template)
-    system = instruction if not agent.get("system_prompt") else f"{agent['system_prompt']}\n\n{instruction}"
+    position = agent.get("instruction_position") or "system"
+    if position == "system":
+        system = instruction if not agent.get("system_prompt") else f"{agent['system_prompt']}\n\n{instruction}"
+    else:  # the instruction goes into the first user message; small models follow that better
+        system = agent.get("system_prompt") or ""
     params = dict(
         temperature=temp,
         top_p=float(cfg.get("top_p", 1.0)) if temp > 0 else 1.0,
@@ -94,6 +98,10 @@ async def rollout(
             _fail(traj, "create/reset", exc)
             await _close(session)
             return
+        if position == "before_observation":
+            first = f"{instruction}\n\n{first}"
+        elif position == "after_observation":
+            first = f"{first}\n\n{instruction}"
         ep = EpisodeBuilder(chat, traj, system=system, first_observation=first,
                             history_window=int(agent.get("history_window", 0) or 0))
         seq = 0

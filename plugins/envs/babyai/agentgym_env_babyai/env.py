@@ -59,6 +59,20 @@ _PICK = re.compile(r"^(?:pick up|pickup|pick|take|grab|get) (.+)$")
 _OPEN = re.compile(r"^(?P<verb>open|toggle|unlock) (?P<obj>.+)$")
 _PUT = re.compile(r"^(?:put|drop|place)(?: .+?)? next to (.+)$")
 _DROP = re.compile(r"^(?:drop|put down) (.+)$")
+#: An object action inside a longer reply ("I will go to the red ball now."): the fallback
+#: when the whole reply is not an action. The first such phrase counts.
+_EMBEDDED = re.compile(
+    r"\b(?P<verb>go to|going to|goes to|walk to|head to|move to|pick up|picking up|open|put next to) "
+    r"(?:the |a |an )?"
+    r"(?P<obj>(?:red|green|blue|purple|yellow|grey|gray) (?:ball|box|key|door)(?: \d+)?)\b"
+)
+
+BRIEF_INSTRUCTION = (
+    "You are in a grid world with coloured balls, boxes, keys and doors. Each observation gives "
+    "your mission and what you see. Actions: go to <object>, pick up <object>, open <door>, "
+    "put next to <object>, turn left, turn right, move forward. Name objects as they are "
+    "listed, e.g. \"go to red ball\". Reply with one action."
+)
 
 
 @dataclass
@@ -74,6 +88,11 @@ class BabyAIConfig:
     test_seeds: int = 100
     #: ``binary``: 1 on success; ``minigrid``: minigrid's 1 - 0.9 * moves / max_moves.
     reward: str = "binary"
+    #: Use a ~70-token instruction instead of the full ~400-token one (small models, CPUs).
+    brief: bool = False
+    #: Accept an object action inside a longer reply ("I'll go to the red ball") when the
+    #: reply as a whole is not an action; ``info["embedded_action"]`` marks such turns.
+    lenient: bool = True
 
 
 class BabyAIEnv(BaseEnv):
@@ -84,8 +103,12 @@ class BabyAIEnv(BaseEnv):
     Config = BabyAIConfig
 
     def __init__(self, levels: Any = None, train_seeds: int = 1000, test_seeds: int = 100,
-                 reward: str = "binary", **options: Any) -> None:
+                 reward: str = "binary", brief: bool = False, lenient: bool = True,
+                 **options: Any) -> None:
         super().__init__(**options)
+        if brief:
+            self.instruction = BRIEF_INSTRUCTION
+        self.lenient = bool(lenient)
         self.levels = resolve_levels(levels)
         if int(train_seeds) < 1 or int(test_seeds) < 1:
             raise ConfigError(f"env.train_seeds and env.test_seeds must be >= 1, got {train_seeds} and {test_seeds}")
@@ -153,6 +176,14 @@ class BabyAIEnv(BaseEnv):
         start_moves = self._level.step_count
         text = normalize_action(action)
         message, invalid, failed = self._dispatch(text, action)
+        embedded = False
+        if invalid and self.lenient and self._level.step_count == start_moves:
+            m = _EMBEDDED.search(str(action).lower())
+            if m:
+                verb = {"going to": "go to", "goes to": "go to", "walk to": "go to", "head to": "go to",
+                        "move to": "go to", "picking up": "pick up"}.get(m.group("verb"), m.group("verb"))
+                message, invalid, failed = self._dispatch(f"{verb} {m.group('obj')}", action)
+                embedded = True
         moves = self._level.step_count - start_moves
         if self._over:
             if self._success:
@@ -165,7 +196,9 @@ class BabyAIEnv(BaseEnv):
         else:
             obs = f"{message}\n{describe_view(self._view, self._level.carrying)}"
         reward = self._reward if self._over else 0.0
-        return obs, float(reward), self._over, self._info(invalid=invalid, failed=failed, moves=moves)
+        info = self._info(invalid=invalid, failed=failed, moves=moves)
+        info["embedded_action"] = embedded
+        return obs, float(reward), self._over, info
 
     def close(self) -> None:
         for level in self._built.values():

@@ -209,3 +209,27 @@ def test_normalize_action():
     assert normalize_action("Thought: x\nAction: Go to the Red Ball.") == "go to the red ball"
     assert normalize_action("  `turn   left` ") == "turn left"
     assert normalize_action("") == ""
+
+
+def test_lenient_parsing_finds_an_action_inside_a_sentence():
+    env = BabyAIEnv(levels=["GoToRedBallGrey"])
+    env.reset(task_id=0)
+    obs, reward, done, info = env.step("I'm going to go to the red ball now.")
+    assert info["embedded_action"] and not info["invalid_action"]
+    assert done and reward == 1.0 and info["success"]
+    # a whole-reply action is not marked embedded; a sentence without an action stays invalid
+    env.reset(task_id=0)
+    assert env.step("go to the red ball")[3]["embedded_action"] is False
+    env.reset(task_id=0)
+    _, _, done, info = env.step("I like red things.")
+    assert info["invalid_action"] and not done and not info["embedded_action"]
+    strict = BabyAIEnv(levels=["GoToRedBallGrey"], lenient=False)
+    strict.reset(task_id=0)
+    assert strict.step("I'm going to go to the red ball now.")[3]["invalid_action"]
+
+
+def test_brief_instruction_is_short_and_names_the_actions():
+    brief, full = BabyAIEnv(brief=True).instruction, BabyAIEnv().instruction
+    assert len(brief) < len(full) / 3
+    for action in ("go to <object>", "pick up <object>", "open <door>", "turn left", "move forward"):
+        assert action in brief
