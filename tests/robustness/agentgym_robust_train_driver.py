@@ -47,7 +47,7 @@ def main() -> None:
         HFEngine.generate = faulty_generate
     from agentgym_core.cli.main import main as cli
 
-    cli(["train", *overrides])
+    sys.exit(cli(["train", *overrides]))
 
 
 if __name__ == "__main__":

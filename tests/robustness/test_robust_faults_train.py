@@ -117,9 +117,9 @@ def test_disk_full_on_checkpoint_is_clear_and_keeps_previous(drivers):
     assert "No space left on device" in text
     run = _run_dir(tmp_path / "runs")
     _assert_step1_loads(run)
-    if "Traceback" in text or (run / "checkpoints" / ".tmp-step_000002").exists():
-        pytest.xfail("known gap: a failed checkpoint write surfaces as a raw OSError traceback (no one-line "
-                     "AgentGymError naming the checkpoint and the fix) and leaves checkpoints/.tmp-step_N behind")
+    assert "Traceback" not in text, text[-2000:]
+    assert "could not write checkpoint" in text and "the previous checkpoint" in text and "--resume" in text
+    assert not (run / "checkpoints" / ".tmp-step_000002").exists()
 
 
 @pytest.mark.timeout(300)

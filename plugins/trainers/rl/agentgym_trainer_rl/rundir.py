@@ -99,13 +99,23 @@ class RunDir:
         final = root / step_name(step)
         tmp = root / f".tmp-{step_name(step)}"
         shutil.rmtree(tmp, ignore_errors=True)
-        tmp.mkdir(parents=True)
-        model.save_pretrained(str(tmp), safe_serialization=True)
-        if tokenizer is not None:
-            tokenizer.save_pretrained(str(tmp))
-        torch.save(state, tmp / "trainer_state.pt")
-        (tmp / "trainer_state.json").write_text(json.dumps(_jsonable(state), indent=2, default=str))
-        _fsync_dir(tmp)
+        try:
+            tmp.mkdir(parents=True)
+            model.save_pretrained(str(tmp), safe_serialization=True)
+            if tokenizer is not None:
+                tokenizer.save_pretrained(str(tmp))
+            torch.save(state, tmp / "trainer_state.pt")
+            (tmp / "trainer_state.json").write_text(json.dumps(_jsonable(state), indent=2, default=str))
+            _fsync_dir(tmp)
+        except OSError as exc:
+            shutil.rmtree(tmp, ignore_errors=True)
+            previous = (root / "latest").read_text().strip() if (root / "latest").exists() else None
+            kept = f"the previous checkpoint {root / previous} is intact" if previous else "no earlier checkpoint exists"
+            raise CheckpointWriteError(
+                f"could not write checkpoint {final}: {exc.strerror or exc} ({type(exc).__name__}); {kept}. "
+                f"Free space on {root} (or set run.output_dir to another disk), then resume with "
+                f"agentgym train --resume {self.path}"
+            ) from exc
         if final.exists():
             shutil.rmtree(final)
         os.rename(tmp, final)
@@ -121,6 +131,10 @@ class RunDir:
         done = sorted(p for p in root.glob("step_*") if p.is_dir())
         for old in done[:-keep]:
             shutil.rmtree(old, ignore_errors=True)
+
+
+class CheckpointWriteError(AgentGymError):
+    """A checkpoint could not be written (disk full, permissions); the previous one is kept."""
 
 
 def _jsonable(state: dict[str, Any]) -> dict[str, Any]:

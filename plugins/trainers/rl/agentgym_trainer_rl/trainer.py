@@ -192,6 +192,7 @@ class RLTrainer(Trainer):
             }
             path = self.rd.save_checkpoint(step + 1, self.module.lm, self.tokenizer, state, self.tc.keep_checkpoints)
             self.manager.hook.on_checkpoint(step=step, path=str(path), run_dir=str(self.rd.path))
+            _render_curves(self.rd.path)
         self.acc.wait_for_everyone()
 
     def _restore(self) -> tuple[int, int]:
@@ -232,6 +233,8 @@ class RLTrainer(Trainer):
                 bar.close()
             if cfg.eval.after:
                 self.summary["after"] = self.evaluate("after")
+            if self.main:
+                _render_curves(self.rd.path, report=True)
             status = "completed"
         except KeyboardInterrupt:
             status = "interrupted"
@@ -349,3 +352,22 @@ def _postfix(m: dict[str, float]) -> str:
     kl = m.get("kl", float("nan"))
     return (f"reward={m['reward_mean']:.3f} success={m['success_rate']:.2f} turns={m['turns_mean']:.1f} "
             f"horizon={m['horizon']} tok/s={m['tokens_per_s']:.0f}" + ("" if math.isnan(kl) else f" kl={kl:.4f}"))
+
+
+def _render_curves(run_dir: Any, report: bool = False) -> None:
+    """PNG curves (and at the end the HTML/Markdown report) into the run directory.
+
+    A plotting failure must never end a training run: it is reported and training goes on.
+    """
+    try:
+        from agentgym_core.plots import render_plots
+
+        render_plots(run_dir)
+        if report:
+            from agentgym_core.report import write_report
+
+            write_report(run_dir, render=False)
+    except Exception as exc:  # noqa: BLE001
+        import warnings
+
+        warnings.warn(f"could not render plots/report in {run_dir}: {type(exc).__name__}: {exc}", stacklevel=2)
