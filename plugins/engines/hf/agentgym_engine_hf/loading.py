@@ -5,12 +5,13 @@ Shared by the engine and the trainer, so both see the same weights, dtype and ch
 from __future__ import annotations
 
 import functools
+from pathlib import Path
 from typing import Any
 
 import torch
 from transformers import AutoModelForCausalLM, AutoTokenizer
 
-from agentgym_core.models import resolve_model_path, resolve_tokenizer_path
+from agentgym_core.models import ModelNotFoundError, resolve_model_path, resolve_tokenizer_path
 
 _DTYPES = {"bf16": torch.bfloat16, "fp16": torch.float16, "fp32": torch.float32}
 
@@ -65,13 +66,41 @@ def load_model(
     device: str | torch.device = "cpu",
     chat_template: str | None = None,
 ) -> tuple[Any, Any]:
-    """Return ``(model, tokenizer)``; the model is in eval mode on *device*."""
-    folder = resolve_model_path(path_or_alias)
+    """Return ``(model, tokenizer)``; the model is in eval mode on *device*.
+
+    A LoRA checkpoint folder (``adapter_config.json``, no ``config.json``) loads its base
+    model (``base_model_name_or_path``: a folder or a bundled alias) with the adapters merged.
+    """
     torch_dtype = resolve_dtype(dtype, device)
+    adapter = Path(str(path_or_alias))
+    if (adapter / "adapter_config.json").is_file() and not (adapter / "config.json").is_file():
+        return _load_adapter_checkpoint(adapter, torch_dtype, device, chat_template)
+    folder = resolve_model_path(path_or_alias)
     model = AutoModelForCausalLM.from_pretrained(str(folder), dtype=torch_dtype)
     model.to(device)
     model.eval()
     tokenizer = prepare_tokenizer(AutoTokenizer.from_pretrained(str(folder)), chat_template)
+    return model, tokenizer
+
+
+def _load_adapter_checkpoint(folder: Path, torch_dtype: Any, device: Any, chat_template: str | None) -> tuple[Any, Any]:
+    import json
+
+    try:
+        from peft import PeftModel
+    except ImportError as exc:
+        raise ModelNotFoundError(f"{str(folder)!r} is a LoRA checkpoint; loading it needs peft: pip install peft") from exc
+
+    base_name = json.loads((folder / "adapter_config.json").read_text()).get("base_model_name_or_path")
+    if not base_name:
+        raise ModelNotFoundError(f"LoRA checkpoint {str(folder)!r} does not name its base model "
+                                 "(base_model_name_or_path in adapter_config.json)")
+    base = AutoModelForCausalLM.from_pretrained(str(resolve_model_path(base_name)), dtype=torch_dtype)
+    model = PeftModel.from_pretrained(base, str(folder)).merge_and_unload()
+    model.to(device)
+    model.eval()
+    tok_dir = folder if (folder / "tokenizer_config.json").is_file() else resolve_model_path(base_name)
+    tokenizer = prepare_tokenizer(AutoTokenizer.from_pretrained(str(tok_dir)), chat_template)
     return model, tokenizer
 
 
