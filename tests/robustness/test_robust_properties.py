@@ -85,7 +85,8 @@ def test_delta_rendering_is_a_true_extension(chat, system, first, turns):
     traj = Trajectory(episode_id="p", env_name="p", task_id=0, group_id=0, token_ids=[], loss_mask=[],
                       logprobs=[], prompt_len=0)
     ep = EpisodeBuilder(chat, traj, system=system, first_observation=first)
-    messages = [{"role": "system", "content": system}, {"role": "user", "content": first}]
+    # an empty system prompt means no system message (the template's default, if any, applies)
+    messages = ([{"role": "system", "content": system}] if system else []) + [{"role": "user", "content": first}]
     sampled: set[int] = set()
     for reply, observation, eot in turns:
         ids = chat.encode(reply) + ([chat.eot_id] if eot else [])
