@@ -6,6 +6,7 @@ from __future__ import annotations
 
 __version__ = "0.1.0"
 
+from .agent_api import LLMAgent
 from .env.base import BaseEnv
 from .errors import AgentGymError, ConfigError, PluginLoadError, UnknownNameError
 from .hookspecs import hookimpl
@@ -13,6 +14,7 @@ from .hookspecs import hookimpl
 __all__ = [
     "AgentGymError",
     "BaseEnv",
+    "LLMAgent",
     "ConfigError",
     "PluginLoadError",
     "UnknownNameError",
