@@ -65,23 +65,28 @@ def load_default_corpus(path: Path) -> list[dict[str, str]]:
     return records
 
 
+def read_jsonl(path: Path, error: type[AgentGymError]):
+    """Yield ``(line number, parsed object)`` for each non-blank line; bad JSON raises *error*."""
+    with Path(path).open(encoding="utf-8") as f:
+        for n, line in enumerate(f, start=1):
+            if not line.strip():
+                continue
+            try:
+                yield n, json.loads(line)
+            except ValueError as exc:
+                raise error(f"searchqa: {path}:{n} is not valid JSON: {exc}") from None
+
+
 def load_jsonl_corpus(path: Path) -> list[dict[str, str]]:
     """A user corpus: one JSON object per line with ``title`` and ``text`` (``id`` optional)."""
     if not path.is_file():
         raise CorpusError(f"searchqa: corpus file {str(path)!r} does not exist (env option corpus)")
     records = []
-    with path.open(encoding="utf-8") as f:
-        for n, line in enumerate(f, start=1):
-            if not line.strip():
-                continue
-            try:
-                row = json.loads(line)
-            except ValueError as exc:
-                raise CorpusError(f"searchqa: {path}:{n} is not valid JSON: {exc}") from None
-            if not isinstance(row, dict) or "text" not in row:
-                raise CorpusError(f"searchqa: {path}:{n} needs a JSON object with 'text' (and 'title', 'id')")
-            records.append({"id": str(row.get("id", len(records))), "title": str(row.get("title", "")),
-                            "text": str(row["text"])})
+    for n, row in read_jsonl(path, CorpusError):
+        if not isinstance(row, dict) or "text" not in row:
+            raise CorpusError(f"searchqa: {path}:{n} needs a JSON object with 'text' (and 'title', 'id')")
+        records.append({"id": str(row.get("id", len(records))), "title": str(row.get("title", "")),
+                        "text": str(row["text"])})
     if not records:
         raise CorpusError(f"searchqa: corpus file {path} holds no passages")
     return records

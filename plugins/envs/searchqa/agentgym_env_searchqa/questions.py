@@ -28,6 +28,8 @@ from typing import Any
 
 from agentgym_core.errors import AgentGymError
 
+from .corpus import read_jsonl
+
 QUESTION_TYPES = ("lookup", "bridge", "bridge_year")
 _YEARS = re.compile(r"\((?:born |c\. ?)?(\d{3,4})(?: BC)?\s*(?:[–-]\s*(?:c\. ?)?\d{3,4}(?: BC)?)?\)")
 _PROPER = re.compile(r"^[A-Z0-9]")
@@ -149,24 +151,17 @@ def load_qa_file(path: str, default_split: str | None = None, test_every: int = 
     if not file.is_file():
         raise QAFileError(f"searchqa: QA file {path!r} does not exist (env option qa_file / qa_test_file)")
     rows = []
-    with file.open(encoding="utf-8") as f:
-        for n, line in enumerate(f, start=1):
-            if not line.strip():
-                continue
-            try:
-                row = json.loads(line)
-            except ValueError as exc:
-                raise QAFileError(f"searchqa: {path}:{n} is not valid JSON: {exc}") from None
-            answers = row.get("golden_answers", row.get("answer")) if isinstance(row, dict) else None
-            if isinstance(answers, str):
-                answers = [answers]
-            if not isinstance(row, dict) or not row.get("question") or not answers:
-                raise QAFileError(f"searchqa: {path}:{n} needs 'question' and 'golden_answers' (Search-R1 format)")
-            split = row.get("split") or default_split or ("test" if len(rows) % test_every == test_every - 1 else "train")
-            if split not in ("train", "test"):
-                raise QAFileError(f"searchqa: {path}:{n} has split {split!r}; use 'train' or 'test'")
-            rows.append({"id": str(row.get("id", f"{file.name}:{n}")), "question": str(row["question"]).strip(),
-                         "golden_answers": [str(a) for a in answers], "type": row.get("type", "file"), "split": split})
+    for n, row in read_jsonl(file, QAFileError):
+        answers = row.get("golden_answers", row.get("answer")) if isinstance(row, dict) else None
+        if isinstance(answers, str):
+            answers = [answers]
+        if not isinstance(row, dict) or not row.get("question") or not answers:
+            raise QAFileError(f"searchqa: {path}:{n} needs 'question' and 'golden_answers' (Search-R1 format)")
+        split = row.get("split") or default_split or ("test" if len(rows) % test_every == test_every - 1 else "train")
+        if split not in ("train", "test"):
+            raise QAFileError(f"searchqa: {path}:{n} has split {split!r}; use 'train' or 'test'")
+        rows.append({"id": str(row.get("id", f"{file.name}:{n}")), "question": str(row["question"]).strip(),
+                     "golden_answers": [str(a) for a in answers], "type": row.get("type", "file"), "split": split})
     if not rows:
         raise QAFileError(f"searchqa: QA file {path} holds no questions")
     return rows

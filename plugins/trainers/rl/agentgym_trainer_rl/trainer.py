@@ -6,7 +6,9 @@ the run directory. The whole data flow is :meth:`RLTrainer.fit`.
 """
 from __future__ import annotations
 
+
 import asyncio
+import dataclasses
 import math
 import time
 import zlib
@@ -102,13 +104,9 @@ class RLTrainer(Trainer):
         self.lr_sched = torch.optim.lr_scheduler.LambdaLR(optimizer, lambda s: min(1.0, (s + 1) / warmup) if warmup else 1.0)
         self.policy, self.optimizer = self.acc.prepare(policy, optimizer)
         self.module: PolicyModule = self.acc.unwrap_model(self.policy)
-        opts = UpdateOptions(
-            clip_ratio=tc.clip_ratio, clip_ratio_high=tc.clip_ratio_high, kl_coef=tc.kl_coef,
-            kl_estimator=tc.kl_estimator, kl_mode=tc.kl_mode, entropy_coef=tc.entropy_coef, loss_agg=tc.loss_agg,
-            ppo_epochs=tc.ppo_epochs, mini_batches=tc.mini_batches, grad_accum=tc.grad_accum,
-            max_grad_norm=tc.max_grad_norm, vf_coef=tc.vf_coef, value_clip=tc.value_clip, bf16=self.bf16,
-            device=str(self.acc.device),
-        )
+        # The update's options are the trainer config's fields of the same names (plus runtime ones).
+        shared = {f.name: getattr(tc, f.name) for f in dataclasses.fields(UpdateOptions) if hasattr(tc, f.name)}
+        opts = UpdateOptions(**shared, bf16=self.bf16, device=str(self.acc.device))
         algo_opts = Options(gamma=tc.gamma, lam=tc.lam, norm_std=tc.norm_adv, whiten=tc.norm_adv)
         self.updater = Updater(self.policy, self.optimizer, self.algorithm, opts, algo_opts, self.acc, reference)
 
