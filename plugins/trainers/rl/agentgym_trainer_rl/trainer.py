@@ -6,7 +6,6 @@ the run directory. The whole data flow is :meth:`RLTrainer.fit`.
 """
 from __future__ import annotations
 
-
 import asyncio
 import dataclasses
 import math
