@@ -18,6 +18,7 @@ from typing import Any
 
 import torch
 from transformers import DynamicCache
+from transformers.cache_utils import Cache, DynamicLayer
 
 from agentgym_core.engine import Engine, GenerationRequest, GenerationResult
 
@@ -184,20 +185,10 @@ class HFEngine(Engine):
         if not any(active):
             return
         width = max(r.length for r in rows)
-        n_layers = len(rows[0].kv)
-        layers = []
-        for li in range(n_layers):
-            ks, vs = [], []
-            for r in rows:
-                k, v = r.kv[li]
-                pad = width - r.length
-                if pad:
-                    zeros = k.new_zeros(k.shape[0], k.shape[1], pad, k.shape[3])
-                    k, v = torch.cat([zeros, k], dim=2), torch.cat([zeros.clone(), v], dim=2)
-                ks.append(k)
-                vs.append(v)
-            layers.append((torch.cat(ks), torch.cat(vs)))
-        cache = DynamicCache(ddp_cache_data=layers)
+        room = max(r.request.params.max_new_tokens for r in rows)
+        cache = _SlabCache(
+            [_left_padded([r.kv[li] for r in rows], [r.length for r in rows], width, room) for li in range(len(rows[0].kv))]
+        )
         mask = torch.zeros(len(rows), width, dtype=torch.long, device=self.device)
         for i, r in enumerate(rows):
             mask[i, width - r.length :] = 1
@@ -209,34 +200,23 @@ class HFEngine(Engine):
             pos = torch.tensor([[r.length + len(r.tokens) - 1] for r in rows], device=self.device)
             mask = torch.cat([mask, live], dim=1)
             out = self._forward(input_ids=ids, attention_mask=mask, position_ids=pos, cache=cache)
-            cache = _out_cache(out)
             logits = out.logits[:, -1].float()
             steps += 1
             for i, r in enumerate(rows):
                 if r.finish is None:
                     self._sample(r, logits[i])
-        final = _layers(cache)
+        final = _layers(cache)  # views of the batch buffers
         for i, r in enumerate(rows):
             fed = len(r.tokens) - 1  # the last sampled token never ran through the model
-            r.kv = [
-                (torch.cat([k[i : i + 1, :, width - r.length : width], k[i : i + 1, :, width : width + fed]], dim=2),
-                 torch.cat([v[i : i + 1, :, width - r.length : width], v[i : i + 1, :, width : width + fed]], dim=2))
-                for k, v in final
-            ]
+            span = slice(width - r.length, width + fed)  # the prompt, then the decoded tokens right after it
+            r.kv = [(_copy(k[i : i + 1, :, span]), _copy(v[i : i + 1, :, span])) for k, v in final]
 
     def _sample(self, row: _Row, logits: torch.Tensor) -> None:
         params = row.request.params
         if params.temperature <= 0:
             token = int(torch.argmax(logits))
         else:
-            probs = torch.softmax(logits / params.temperature, dim=-1)
-            if params.top_p < 1.0:
-                sorted_p, order = torch.sort(probs, descending=True)
-                keep = torch.cumsum(sorted_p, dim=-1) - sorted_p < params.top_p
-                probs = torch.zeros_like(probs).scatter(0, order[keep], sorted_p[keep])
-            # Exponential-race sampling: argmax p_i / E_i draws i with probability p_i.
-            noise = torch.empty_like(probs).exponential_(generator=row.generator)
-            token = int(torch.argmax(probs / noise))
+            token = draw(logits, params.temperature, params.top_p, row.generator)
         row.tokens.append(token)
         row.logprobs.append(float(logits[token] - torch.logsumexp(logits, dim=-1)))
         if token in row.stop_ids or params.stop_strings and _hits_stop(self._tokenizer, row.tokens, params.stop_strings):
@@ -256,6 +236,99 @@ class HFEngine(Engine):
         return GenerationResult(
             token_ids=row.tokens, logprobs=row.logprobs, finish_reason=row.finish or "length", prefill_tokens=row.prefill
         )
+
+
+class _SlabLayer(DynamicLayer):
+    """A cache layer in a preallocated buffer: a decoded token is written in place.
+
+    ``DynamicLayer`` appends with ``torch.cat``, copying the whole cache for every token; at a
+    few thousand tokens of context that copy was most of a decode step's time and made a
+    rollout's cost grow with the square of its turns.
+    """
+
+    def __init__(self, keys: torch.Tensor, values: torch.Tensor, length: int) -> None:
+        super().__init__()
+        self._k, self._v, self._n = keys, values, length
+        self.device = keys.device
+        self.is_initialized = True
+        self._expose()
+
+    def lazy_initialization(self, key_states: torch.Tensor, value_states: torch.Tensor) -> None:  # already set up
+        pass
+
+    def update(self, key_states: torch.Tensor, value_states: torch.Tensor, *args: Any, **kwargs: Any):
+        n, m = self._n, key_states.shape[-2]
+        if n + m > self._k.shape[2]:  # out of room: grow by half again (amortised O(1) per token)
+            capacity = max(n + m, self._k.shape[2] * 3 // 2)
+            self._k, self._v = _grown(self._k, n, capacity), _grown(self._v, n, capacity)
+        self._k[:, :, n : n + m] = key_states
+        self._v[:, :, n : n + m] = value_states
+        self._n = n + m
+        self._expose()
+        return self.keys, self.values
+
+    def _expose(self) -> None:
+        self.keys, self.values = self._k[:, :, : self._n], self._v[:, :, : self._n]
+
+
+class _SlabCache(DynamicCache):
+    """A ``DynamicCache`` whose layers are :class:`_SlabLayer` buffers."""
+
+    def __init__(self, layers: list[tuple[torch.Tensor, torch.Tensor, int]]) -> None:
+        Cache.__init__(self, layers=[_SlabLayer(k, v, n) for k, v, n in layers])
+
+
+#: Nucleus candidates looked at before falling back to sorting the whole vocabulary.
+TOP_CANDIDATES = 256
+
+
+def draw(logits: torch.Tensor, temperature: float, top_p: float, generator: torch.Generator) -> int:
+    """Sample a token id from ``softmax(logits / temperature)`` truncated to its top-*top_p* nucleus.
+
+    The nucleus is the smallest set of most likely tokens whose mass reaches *top_p*; it is
+    looked for among the top :data:`TOP_CANDIDATES` first, so the usual peaked distribution
+    never sorts the whole vocabulary (a full sort of 49k logits cost ~10 ms a token on CPU,
+    more than the model's forward at small batch). One uniform draw inverts the kept mass.
+    """
+    scaled = logits.float() / temperature
+    if top_p < 1.0:
+        log_z = torch.logsumexp(scaled, dim=-1)
+        k = min(TOP_CANDIDATES, scaled.shape[-1])
+        values, ids = torch.topk(scaled, k)
+        probs = torch.exp(values - log_z)
+        if k < scaled.shape[-1] and float(probs.sum()) < top_p:  # flat distribution: the nucleus is bigger
+            values, ids = torch.sort(scaled, descending=True)
+            probs = torch.exp(values - log_z)
+        probs = probs[(torch.cumsum(probs, dim=-1) - probs) < top_p]
+        ids = ids[: probs.shape[0]]
+    else:
+        probs = torch.softmax(scaled, dim=-1)
+        ids = None
+    cdf = torch.cumsum(probs, dim=-1)
+    u = torch.rand((), generator=generator, device=cdf.device, dtype=cdf.dtype) * cdf[-1]
+    j = min(int(torch.searchsorted(cdf, u, right=True)), cdf.shape[0] - 1)
+    return j if ids is None else int(ids[j])
+
+
+def _copy(t: torch.Tensor) -> torch.Tensor:
+    return t.clone(memory_format=torch.contiguous_format)
+
+
+def _grown(t: torch.Tensor, used: int, capacity: int) -> torch.Tensor:
+    out = t.new_empty(t.shape[0], t.shape[1], capacity, t.shape[3])
+    out[:, :, :used] = t[:, :, :used]
+    return out
+
+
+def _left_padded(kv: KV, lengths: list[int], width: int, room: int) -> tuple[torch.Tensor, torch.Tensor, int]:
+    """One layer's per-episode caches stacked into a zero-left-padded batch buffer with *room* free slots."""
+    k0 = kv[0][0]
+    shape = (len(kv), k0.shape[1], width + room, k0.shape[3])
+    keys, values = k0.new_zeros(shape), k0.new_zeros(shape)
+    for i, ((k, v), n) in enumerate(zip(kv, lengths)):
+        keys[i, :, width - n : width] = k[0]
+        values[i, :, width - n : width] = v[0]
+    return keys, values, width
 
 
 def _out_cache(out: Any) -> Any:
