@@ -23,6 +23,7 @@ from transformers.cache_utils import Cache, DynamicLayer
 from agentgym_core.engine import Engine, GenerationRequest, GenerationResult
 
 from .loading import load_model, prepare_tokenizer, resolve_dtype
+from .sampling import sample_tokens
 
 KV = list[tuple[torch.Tensor, torch.Tensor]]  # per layer: keys, values of shape [1, heads, len, dim]
 
@@ -160,7 +161,7 @@ class HFEngine(Engine):
         out = self._forward(input_ids=new, position_ids=positions, cache=past, logits_to_keep=1)
         kv = _layers(_out_cache(out))
         seed = req.params.seed if req.params.seed is not None else self._rng.getrandbits(63)
-        generator = torch.Generator(device=self.device).manual_seed(int(seed) % (2**63))
+        generator = torch.Generator().manual_seed(int(seed) % (2**63))
         return _Row(
             request=req,
             kv=kv,
@@ -179,8 +180,7 @@ class HFEngine(Engine):
         return self.model(**inputs, **{name: cache}, use_cache=True)
 
     def _decode(self, rows: list[_Row]) -> None:
-        for row in rows:
-            self._sample(row, row.logits)
+        self._sample(rows, torch.stack([r.logits for r in rows]))
         active = [r.finish is None for r in rows]
         if not any(active):
             return
@@ -193,36 +193,36 @@ class HFEngine(Engine):
         for i, r in enumerate(rows):
             mask[i, width - r.length :] = 1
         pad_id = self._tokenizer.pad_token_id or 0
-        steps = 0
         while any(r.finish is None for r in rows):
             live = torch.tensor([[1 if r.finish is None else 0] for r in rows], device=self.device)
             ids = torch.tensor([[r.tokens[-1] if r.finish is None else pad_id] for r in rows], device=self.device)
             pos = torch.tensor([[r.length + len(r.tokens) - 1] for r in rows], device=self.device)
             mask = torch.cat([mask, live], dim=1)
             out = self._forward(input_ids=ids, attention_mask=mask, position_ids=pos, cache=cache)
-            logits = out.logits[:, -1].float()
-            steps += 1
-            for i, r in enumerate(rows):
-                if r.finish is None:
-                    self._sample(r, logits[i])
+            self._sample(rows, out.logits[:, -1])
         final = _layers(cache)  # views of the batch buffers
         for i, r in enumerate(rows):
             fed = len(r.tokens) - 1  # the last sampled token never ran through the model
             span = slice(width - r.length, width + fed)  # the prompt, then the decoded tokens right after it
             r.kv = [(_copy(k[i : i + 1, :, span]), _copy(v[i : i + 1, :, span])) for k, v in final]
 
-    def _sample(self, row: _Row, logits: torch.Tensor) -> None:
-        params = row.request.params
-        if params.temperature <= 0:
-            token = int(torch.argmax(logits))
-        else:
-            token = draw(logits, params.temperature, params.top_p, row.generator)
-        row.tokens.append(token)
-        row.logprobs.append(float(logits[token] - torch.logsumexp(logits, dim=-1)))
-        if token in row.stop_ids or params.stop_strings and _hits_stop(self._tokenizer, row.tokens, params.stop_strings):
-            row.finish = "stop"
-        elif len(row.tokens) >= params.max_new_tokens:
-            row.finish = "length"
+    def _sample(self, rows: list[_Row], logits: torch.Tensor) -> None:
+        """Append the next token of every unfinished row (``logits``: one row per entry of *rows*)."""
+        live = [i for i, r in enumerate(rows) if r.finish is None]
+        logits = logits[live].float() if len(live) < len(rows) else logits.float()
+        params = [rows[i].request.params for i in live]
+        uniforms = [float(torch.rand((), generator=rows[i].generator)) if p.temperature > 0 else 0.0
+                    for i, p in zip(live, params)]
+        tokens = sample_tokens(logits, [p.temperature for p in params], [p.top_p for p in params], uniforms)
+        logprobs = logits.gather(1, tokens[:, None])[:, 0] - torch.logsumexp(logits, dim=-1)
+        for i, p, token, logprob in zip(live, params, tokens.tolist(), logprobs.tolist()):
+            row = rows[i]
+            row.tokens.append(token)
+            row.logprobs.append(logprob)
+            if token in row.stop_ids or p.stop_strings and _hits_stop(self._tokenizer, row.tokens, p.stop_strings):
+                row.finish = "stop"
+            elif len(row.tokens) >= p.max_new_tokens:
+                row.finish = "length"
 
     def _finish(self, row: _Row) -> GenerationResult:
         key = row.request.cache_key
@@ -276,38 +276,6 @@ class _SlabCache(DynamicCache):
 
     def __init__(self, layers: list[tuple[torch.Tensor, torch.Tensor, int]]) -> None:
         Cache.__init__(self, layers=[_SlabLayer(k, v, n) for k, v, n in layers])
-
-
-#: Nucleus candidates looked at before falling back to sorting the whole vocabulary.
-TOP_CANDIDATES = 256
-
-
-def draw(logits: torch.Tensor, temperature: float, top_p: float, generator: torch.Generator) -> int:
-    """Sample a token id from ``softmax(logits / temperature)`` truncated to its top-*top_p* nucleus.
-
-    The nucleus is the smallest set of most likely tokens whose mass reaches *top_p*; it is
-    looked for among the top :data:`TOP_CANDIDATES` first, so the usual peaked distribution
-    never sorts the whole vocabulary (a full sort of 49k logits cost ~10 ms a token on CPU,
-    more than the model's forward at small batch). One uniform draw inverts the kept mass.
-    """
-    scaled = logits.float() / temperature
-    if top_p < 1.0:
-        log_z = torch.logsumexp(scaled, dim=-1)
-        k = min(TOP_CANDIDATES, scaled.shape[-1])
-        values, ids = torch.topk(scaled, k)
-        probs = torch.exp(values - log_z)
-        if k < scaled.shape[-1] and float(probs.sum()) < top_p:  # flat distribution: the nucleus is bigger
-            values, ids = torch.sort(scaled, descending=True)
-            probs = torch.exp(values - log_z)
-        probs = probs[(torch.cumsum(probs, dim=-1) - probs) < top_p]
-        ids = ids[: probs.shape[0]]
-    else:
-        probs = torch.softmax(scaled, dim=-1)
-        ids = None
-    cdf = torch.cumsum(probs, dim=-1)
-    u = torch.rand((), generator=generator, device=cdf.device, dtype=cdf.dtype) * cdf[-1]
-    j = min(int(torch.searchsorted(cdf, u, right=True)), cdf.shape[0] - 1)
-    return j if ids is None else int(ids[j])
 
 
 def _copy(t: torch.Tensor) -> torch.Tensor:

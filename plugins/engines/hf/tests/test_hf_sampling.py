@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 import torch
-from agentgym_engine_hf.engine import TOP_CANDIDATES, draw
+from agentgym_engine_hf.sampling import TOP_CANDIDATES, sample_tokens
 
 
 def _nucleus(logits: torch.Tensor, temperature: float, top_p: float) -> torch.Tensor:
@@ -16,11 +16,11 @@ def _nucleus(logits: torch.Tensor, temperature: float, top_p: float) -> torch.Te
 
 
 def _empirical(logits, temperature, top_p, n, seed=0) -> torch.Tensor:
+    """Sample *n* tokens as one batch of *n* identical rows with their own uniform draws."""
     gen = torch.Generator().manual_seed(seed)
-    counts = torch.zeros(logits.shape[0], dtype=torch.float64)
-    for _ in range(n):
-        counts[draw(logits, temperature, top_p, gen)] += 1
-    return counts / n
+    uniforms = torch.rand(n, generator=gen).tolist()
+    tokens = sample_tokens(logits.expand(n, -1), [temperature] * n, [top_p] * n, uniforms)
+    return torch.bincount(tokens, minlength=logits.shape[0]).double() / n
 
 
 def test_peaked_distribution_matches_the_nucleus_and_never_leaves_it():
@@ -52,8 +52,18 @@ def test_no_truncation_samples_the_whole_softmax():
     assert 0.5 * float((emp - ref).abs().sum()) < 0.05
 
 
-def test_same_seed_same_tokens():
-    logits = torch.randn(500)
-    a = [draw(logits, 0.8, 0.95, g) for g in [torch.Generator().manual_seed(7)] for _ in range(50)]
-    b = [draw(logits, 0.8, 0.95, g) for g in [torch.Generator().manual_seed(7)] for _ in range(50)]
-    assert a == b and len(set(a)) > 1
+def test_a_row_samples_the_same_token_alone_or_in_a_mixed_batch():
+    torch.manual_seed(3)
+    logits = torch.cat([torch.randn(3, 1000) * 3, torch.randn(1, 1000) * 0.1])  # peaked rows and a flat one
+    temps, top_ps, us = [0.7, 0.0, 1.0, 1.0], [0.9, 0.9, 1.0, 0.8], [0.31, 0.5, 0.77, 0.42]
+    batch = sample_tokens(logits, temps, top_ps, us).tolist()
+    alone = [int(sample_tokens(logits[i : i + 1], temps[i : i + 1], top_ps[i : i + 1], us[i : i + 1])) for i in range(4)]
+    assert batch == alone
+    assert batch[1] == int(torch.argmax(logits[1]))  # temperature 0 is greedy
+
+
+def test_uniform_draw_inverts_the_cdf():
+    logits = torch.log(torch.tensor([[0.5, 0.3, 0.2]]))
+    assert [int(sample_tokens(logits, [1.0], [1.0], [u])) for u in (0.0, 0.49, 0.51, 0.79, 0.81, 0.999)] == [0, 0, 1, 1, 2, 2]
+    # top_p 0.6 keeps {0, 1} (mass before token 1 is 0.5 < 0.6), renormalised to 0.625 / 0.375
+    assert [int(sample_tokens(logits, [1.0], [0.6], [u])) for u in (0.6, 0.65, 0.999)] == [0, 1, 1]
