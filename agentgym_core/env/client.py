@@ -6,7 +6,8 @@ observation, close, info) and numbered steps are retried with backoff on connect
 and on 5xx other than an env failure; a server that stays unreachable for
 ``unavailable_after`` seconds makes the call raise :class:`EnvUnavailable` (bounded: at
 most ``unavailable_after + 2 * timeout``: the first attempt, the retries, and one last attempt
-started just before the bound).
+started just before the bound). A create whose answer is lost is resent to the same server
+with the same ``idempotency_key``, which the server dedupes (see :meth:`HTTPEnvPool.create`).
 """
 from __future__ import annotations
 
@@ -14,6 +15,7 @@ import asyncio
 import json
 import logging
 import time
+import uuid
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -48,11 +50,11 @@ _NOT_JSON = object()
 
 
 class _Retry(Exception):
-    """One failed attempt that may be retried; ``cause`` says why."""
+    """One failed attempt that may be retried; ``cause`` says why, ``sent`` whether the server may have acted."""
 
-    def __init__(self, cause: str) -> None:
+    def __init__(self, cause: str, sent: bool = True) -> None:
         super().__init__(cause)
-        self.cause = cause
+        self.cause, self.sent = cause, sent
 
 
 class HTTPEnvPool(EnvPool):
@@ -86,6 +88,7 @@ class HTTPEnvPool(EnvPool):
         self.on_close = on_close
         self._load = [0] * len(self.urls)
         self._failed_at = [0.0] * len(self.urls)
+        self._dedupes: list[bool | None] = [None] * len(self.urls)  # honours idempotency_key on /create?
         self._open: set[str] = set()
         self._turn = 0
         self._client: httpx.AsyncClient | None = None
@@ -108,14 +111,15 @@ class HTTPEnvPool(EnvPool):
             self._loop = loop
         return self._client
 
-    async def _attempt(self, server: int, method: str, path: str, body: Any, params: Any, idempotent: bool) -> httpx.Response:
+    async def _attempt(self, server: int, method: str, path: str, body: Any, params: Any, idempotent: bool,
+                       retry_500: bool = True) -> httpx.Response:
         url = self.urls[server]
         try:
             content = None if body is None else json.dumps(body, separators=(",", ":")).encode()
             resp = await self._http().request(method, url + path, content=content, params=params, headers=_JSON if content else None)
         except _UNSENT as exc:
             self._failed_at[server] = time.monotonic()
-            raise _Retry(f"{type(exc).__name__}: {exc}") from exc
+            raise _Retry(f"{type(exc).__name__}: {exc}", sent=False) from exc
         except httpx.TransportError as exc:
             self._failed_at[server] = time.monotonic()
             if idempotent:
@@ -126,7 +130,7 @@ class HTTPEnvPool(EnvPool):
             ) from exc
         status = resp.status_code
         # 500 with "needs_reset" is the env's own failure: the same answer again, so not retried
-        if idempotent and (status in _RETRY_STATUS or (status == 500 and b'"needs_reset"' not in resp.content)):
+        if idempotent and (status in _RETRY_STATUS or (retry_500 and status == 500 and b'"needs_reset"' not in resp.content)):
             raise _Retry(f"HTTP {status}: {resp.text[:200]}")
         return resp
 
@@ -170,15 +174,27 @@ class HTTPEnvPool(EnvPool):
 
     # -- EnvPool -----------------------------------------------------------------------------
     async def create(self) -> str:
-        """Open a session on the least-loaded live server; full or dead servers are skipped."""
+        """Open a session on the least-loaded live server; full or dead servers are skipped.
+
+        Creating is not idempotent, so the request carries a fresh ``idempotency_key``: when it
+        may have reached a server but its answer is lost (a timeout, a dropped connection), it
+        is resent there with the same key until ``unavailable_after``, and the server answers
+        with the session that key opened instead of opening a second one. A server that does
+        not dedupe (no ``idempotent_create`` in ``/health``: an AgentGym server) is not sent it
+        again; a session it made anyway is its own to reap.
+        """
         deadline = time.monotonic() + self.unavailable_after
+        body = {"idempotency_key": uuid.uuid4().hex}
+        skip: set[int] = set()  # got this create, may have acted on it, and cannot be asked again
         delay = 0.05
         while True:
             problems: list[str] = []
             full: EnvServerFull | None = None
             for server in self._order():
+                if server in skip:
+                    continue
                 try:
-                    data = await self._call(server, "POST", "/create", body={}, idempotent=False, bound=0)
+                    data = await self._create_on(server, body, deadline, skip)
                 except EnvUnavailable as exc:
                     problems.append(str(exc))
                     continue
@@ -191,7 +207,7 @@ class HTTPEnvPool(EnvPool):
                 return session
             if full is not None and not problems:
                 raise full
-            if time.monotonic() + delay > deadline:
+            if time.monotonic() + delay > deadline or len(skip) == len(self.urls):
                 if full is not None:
                     raise full
                 raise EnvUnavailable(
@@ -200,6 +216,39 @@ class HTTPEnvPool(EnvPool):
                 )
             await asyncio.sleep(delay)
             delay = min(delay * 2, 1.0)
+
+    async def _create_on(self, server: int, body: dict[str, Any], deadline: float, skip: set[int]) -> Any:
+        """``POST /create`` to *server*, resent (same key) while the answer is lost and *deadline* allows."""
+        delay = 0.05
+        while True:
+            try:
+                resp = await self._attempt(server, "POST", "/create", body, None, idempotent=True, retry_500=False)
+                return _decode(resp, self.urls[server], "POST /create")
+            except _Retry as exc:
+                if not exc.sent:  # never reached the server: nothing to dedupe, try the others
+                    raise self._unavailable(server, "POST", "/create", 0, exc.cause) from None
+                if not await self._dedupes_creates(server):
+                    skip.add(server)
+                    raise EnvUnavailable(
+                        f"env server {self.urls[server]} did not answer POST /create ({exc.cause}); not resent "
+                        "because that server does not dedupe creates (it does not report idempotent_create in "
+                        "/health), so a second create could open a second session"
+                    ) from None
+                if time.monotonic() + delay > deadline:
+                    raise self._unavailable(server, "POST", "/create", self.unavailable_after, exc.cause) from None
+                log.info("resending POST /create to %s with the same idempotency key: %s", self.urls[server], exc.cause)
+            await asyncio.sleep(delay)
+            delay = min(delay * 2, 1.0)
+
+    async def _dedupes_creates(self, server: int) -> bool:
+        """Whether *server* honours ``idempotency_key`` on ``/create`` (asked once, from ``/health``)."""
+        if self._dedupes[server] is None:
+            try:
+                health = await self._call(server, "GET", "/health", bound=0)
+            except (EnvUnavailable, EnvRequestError):
+                return False  # unknown for now: ask again next time
+            self._dedupes[server] = isinstance(health, dict) and health.get("idempotent_create") is True
+        return bool(self._dedupes[server])
 
     def _order(self) -> list[int]:
         """Servers by (recently failed, open sessions), rotating ties so creation spreads evenly."""

@@ -82,8 +82,11 @@ def openapi_schema(env_name: str, version: str | None = None) -> dict[str, Any]:
         "security": [{"bearer": []}, {}],
         "paths": {
             "/create": _post(
-                "Open a session (one env instance).",
-                {"type": "object", "additionalProperties": True},
+                "Open a session (one env instance). With idempotency_key, a resent create returns the session "
+                "the first one opened (or is still opening) instead of opening another (AgentGym extension).",
+                {"type": "object", "additionalProperties": True,
+                 "properties": {"idempotency_key": {"type": "string", "minLength": 1, "maxLength": 200,
+                                                    "description": "Client-chosen; one session per key."}}},
                 {"type": "object", "required": ["id"],
                  "properties": {"id": _ID, "observation": {"type": "string", "description": "Empty until reset."}}},
                 400, 413, 422, 429, 500, required=False,
@@ -133,7 +136,9 @@ def openapi_schema(env_name: str, version: str | None = None) -> dict[str, Any]:
                 "responses": {"200": {"description": "OK", **_json({
                     "type": "object", "required": ["status", "env", "sessions", "max_sessions"],
                     "properties": {"status": {"type": "string"}, "env": {"type": "string"},
-                                   "sessions": {"type": "integer"}, "max_sessions": {"type": "integer"}}})}},
+                                   "sessions": {"type": "integer"}, "max_sessions": {"type": "integer"},
+                                   "idempotent_create": {"type": "boolean",
+                                                         "description": "POST /create honours idempotency_key."}}})}},
             }},
             "/info": {"get": {
                 "summary": "The env's self-description: instruction, action format, splits, categories.",

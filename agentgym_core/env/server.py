@@ -2,7 +2,8 @@
 
 Each session is one ``BaseEnv`` instance. Env code is blocking, so it runs in a thread pool;
 a per-session lock serialises one session's calls while other sessions proceed. A step that
-carries ``seq`` is applied at most once: repeating the last ``seq`` returns the stored result.
+carries ``seq`` is applied at most once: repeating the last ``seq`` returns the stored result;
+likewise a create that carries ``idempotency_key`` opens at most one session per key.
 The wire format is documented in docs/envs.md and served at ``GET /openapi.json``.
 """
 from __future__ import annotations
@@ -13,7 +14,6 @@ import hmac
 import itertools
 import json
 import logging
-import math
 import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
@@ -28,7 +28,7 @@ from starlette.routing import Route
 
 from .base import BaseEnv
 from .openapi import openapi_schema
-from .wire import EXAMPLES, HTTPError, check_step, describe_value, int_field
+from .wire import EXAMPLES, HTTPError, check_step, describe_value, int_field, json_response, key_field
 
 log = logging.getLogger("agentgym.env.server")
 
@@ -51,10 +51,11 @@ class ServerSettings:
 class Session:
     """One env instance, its lock and what exactly-once needs (the last applied step)."""
 
-    __slots__ = ("id", "env", "lock", "last_used", "last_seq", "stored", "observation", "score", "done", "needs_reset")
+    __slots__ = ("id", "env", "key", "lock", "last_used", "last_seq", "stored", "observation", "score", "done",
+                 "needs_reset")
 
-    def __init__(self, sid: int, env: BaseEnv) -> None:
-        self.id, self.env = sid, env
+    def __init__(self, sid: int, env: BaseEnv, key: str | None = None) -> None:
+        self.id, self.env, self.key = sid, env, key
         self.lock = asyncio.Lock()
         self.last_used = time.monotonic()
         self.last_seq = 0
@@ -63,36 +64,6 @@ class Session:
         self.score = 0.0
         self.done = False
         self.needs_reset = True  # no episode until the first reset
-
-
-def _jsonable(obj: Any) -> Any:
-    if hasattr(obj, "item"):  # numpy scalars
-        return obj.item()
-    if hasattr(obj, "tolist"):
-        return obj.tolist()
-    if isinstance(obj, (set, frozenset, tuple)):
-        return list(obj)
-    return str(obj)
-
-
-def _finite(obj: Any) -> Any:
-    if isinstance(obj, float) and not math.isfinite(obj):
-        return None
-    if isinstance(obj, dict):
-        return {k: _finite(v) for k, v in obj.items()}
-    if isinstance(obj, (list, tuple)):
-        return [_finite(v) for v in obj]
-    return obj
-
-
-def json_response(body: Any, status: int = 200, headers: dict[str, str] | None = None) -> Response:
-    """Strict JSON: numpy scalars become numbers, sets lists, NaN/inf null (never invalid JSON)."""
-    try:
-        data = json.dumps(body, ensure_ascii=False, separators=(",", ":"), default=_jsonable, allow_nan=False)
-    except ValueError:
-        data = json.dumps(_finite(json.loads(json.dumps(body, default=_jsonable))), ensure_ascii=False,
-                          separators=(",", ":"), allow_nan=False)
-    return Response(data.encode(), status_code=status, headers=headers, media_type="application/json")
 
 
 class EnvServer:
@@ -115,6 +86,8 @@ class EnvServer:
         self.sessions: dict[int, Session] = {}
         self._ids = itertools.count()
         self._creating = 0
+        self._keyed: dict[str, int] = {}  # idempotency_key -> id of the open session it created
+        self._building: dict[str, asyncio.Future] = {}  # idempotency_key -> the create still running
         self._pool = ThreadPoolExecutor(max_workers=self.settings.workers, thread_name_prefix=f"env-{name}")
         self._token = self.settings.token.encode() if self.settings.token else None
         self._info: dict[str, Any] | None = None
@@ -213,10 +186,26 @@ class EnvServer:
 
     # -- endpoints ---------------------------------------------------------------------------
     async def create(self, request: Request) -> dict[str, Any]:
-        await self._body(request, required=False)  # AgentGym clients may send options; ignored
+        body = await self._body(request, required=False)  # AgentGym clients may send options; ignored
+        key = key_field("idempotency_key", body.get("idempotency_key"))
+        if key is not None:  # a resent create: the session it made, or the construction still running
+            if key in self._keyed:
+                session = self.sessions[self._keyed[key]]
+                session.last_used = time.monotonic()
+                return {"id": session.id, "observation": ""}
+            if key in self._building:
+                return await asyncio.shield(self._building[key])
         if len(self.sessions) + self._creating >= self.settings.max_sessions:
             raise HTTPError(429, f"env server {self.name!r} holds its maximum of {self.settings.max_sessions} "
                                  "sessions; close some, raise --max-sessions (env.max_sessions) or add servers")
+        # a task of its own: the session is registered (and later reaped) even if this request is dropped
+        task = asyncio.ensure_future(self._open_session(key))
+        task.add_done_callback(lambda t: t.cancelled() or t.exception())  # retrieved even with no one waiting
+        if key is not None:
+            self._building[key] = task
+        return await asyncio.shield(task)
+
+    async def _open_session(self, key: str | None) -> dict[str, Any]:
         self._creating += 1
         try:
             env = await self._run(self.factory)
@@ -224,10 +213,20 @@ class EnvServer:
             raise HTTPError(500, f"env {self.name!r} failed to construct: {type(exc).__name__}: {exc}") from None
         finally:
             self._creating -= 1
+            if key is not None:
+                self._building.pop(key, None)
         sid = next(self._ids)
-        self.sessions[sid] = Session(sid, env)
+        self.sessions[sid] = Session(sid, env, key)
+        if key is not None:
+            self._keyed[key] = sid
         # "observation" for AgentGym clients that read one at create (TextCraft's); empty until reset
         return {"id": sid, "observation": ""}
+
+    def _forget(self, session: Session) -> None:
+        """Drop *session* from the tables (it is closed or about to be)."""
+        self.sessions.pop(session.id, None)
+        if session.key is not None and self._keyed.get(session.key) == session.id:
+            del self._keyed[session.key]
 
     async def reset(self, request: Request) -> Any:
         return await self.do_reset(await self._body(request))
@@ -327,14 +326,14 @@ class EnvServer:
     async def close(self, request: Request) -> dict[str, Any]:
         body = await self._body(request)
         session = self._session(body.get("id"))
-        self.sessions.pop(session.id, None)
+        self._forget(session)
         async with session.lock:
             await self._close_env(session)
         return {"id": session.id, "closed": True}
 
     async def health(self, request: Request) -> dict[str, Any]:
         return {"status": "ok", "env": self.name, "sessions": len(self.sessions),
-                "max_sessions": self.settings.max_sessions}
+                "max_sessions": self.settings.max_sessions, "idempotent_create": True}
 
     async def info(self, request: Request) -> dict[str, Any]:
         if self._info is None:
@@ -380,7 +379,7 @@ class EnvServer:
             now = time.monotonic()
             for sid, session in list(self.sessions.items()):
                 if not session.lock.locked() and now - session.last_used > ttl:
-                    self.sessions.pop(sid, None)
+                    self._forget(session)
                     self.reaped += 1
                     await self._close_env(session)
 
@@ -395,4 +394,5 @@ class EnvServer:
             for session in list(self.sessions.values()):
                 await self._close_env(session)
             self.sessions.clear()
+            self._keyed.clear()
             self._pool.shutdown(wait=False, cancel_futures=True)

@@ -1,9 +1,11 @@
-"""Field checks of the env server's JSON wire format; each failure is an :class:`HTTPError` with a fix."""
+"""The env server's JSON wire format: field checks (each failure an :class:`HTTPError` with a fix) and strict encoding."""
 from __future__ import annotations
 
 import json
 import math
 from typing import Any
+
+from starlette.responses import Response
 
 
 class HTTPError(Exception):
@@ -15,7 +17,7 @@ class HTTPError(Exception):
 
 
 EXAMPLES = {
-    "/create": "{}",
+    "/create": '{} or {"idempotency_key": "3f2a9c"}',
     "/reset": '{"id": 0, "data_idx": 3}',
     "/step": '{"id": 0, "action": "turn left", "seq": 1}',
     "/close": '{"id": 0}',
@@ -37,6 +39,16 @@ def int_field(name: str, value: Any, minimum: int | None = None) -> int:
     return value
 
 
+def key_field(name: str, value: Any, max_len: int = 200) -> str | None:
+    """An optional client-chosen key: None, or a string of 1 to *max_len* characters."""
+    if value is None:
+        return None
+    if not isinstance(value, str) or not 0 < len(value) <= max_len:
+        raise HTTPError(422, f"'{name}' must be a string of 1 to {max_len} characters (e.g. a UUID), "
+                             f"got {describe_value(value)}")
+    return value
+
+
 def check_step(obs: Any, reward: Any, done: Any, info: Any) -> str | None:
     if not isinstance(obs, str):
         return f"step() returned an observation of type {type(obs).__name__}, expected str"
@@ -49,3 +61,33 @@ def check_step(obs: Any, reward: Any, done: Any, info: Any) -> str | None:
     if not isinstance(info, dict):
         return f"step() returned info of type {type(info).__name__}, expected dict"
     return None
+
+
+def _jsonable(obj: Any) -> Any:
+    if hasattr(obj, "item"):  # numpy scalars
+        return obj.item()
+    if hasattr(obj, "tolist"):
+        return obj.tolist()
+    if isinstance(obj, (set, frozenset, tuple)):
+        return list(obj)
+    return str(obj)
+
+
+def _finite(obj: Any) -> Any:
+    if isinstance(obj, float) and not math.isfinite(obj):
+        return None
+    if isinstance(obj, dict):
+        return {k: _finite(v) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return [_finite(v) for v in obj]
+    return obj
+
+
+def json_response(body: Any, status: int = 200, headers: dict[str, str] | None = None) -> Response:
+    """Strict JSON: numpy scalars become numbers, sets lists, NaN/inf null (never invalid JSON)."""
+    try:
+        data = json.dumps(body, ensure_ascii=False, separators=(",", ":"), default=_jsonable, allow_nan=False)
+    except ValueError:
+        data = json.dumps(_finite(json.loads(json.dumps(body, default=_jsonable))), ensure_ascii=False,
+                          separators=(",", ":"), allow_nan=False)
+    return Response(data.encode(), status_code=status, headers=headers, media_type="application/json")

@@ -1,6 +1,7 @@
 """Envs for the robustness tests; importable in server subprocesses as ``agentgym_robust_envs:EchoEnv``."""
 from __future__ import annotations
 
+import os
 import time
 
 from agentgym_core import BaseEnv
@@ -40,3 +41,24 @@ class StallEnv(EchoEnv):
     def step(self, action: str):
         time.sleep(self.stall)
         return super().step(action)
+
+
+class SlowCreateEnv(EchoEnv):
+    """Like EchoEnv, but the first construction after ``stall_file`` appears blocks for ``stall`` seconds.
+
+    The file is a one-shot switch (whoever deletes it stalls), so the server's own start-up
+    probe is not slowed; each construction appends a line to ``built_file`` when it is set.
+    """
+
+    def __init__(self, stall_file: str = "", stall: float = 3.0, built_file: str = "", **options):
+        super().__init__(**options)
+        if stall_file:
+            try:
+                os.unlink(stall_file)
+            except FileNotFoundError:
+                pass
+            else:
+                time.sleep(stall)
+        if built_file:
+            with open(built_file, "a") as fh:
+                fh.write("built\n")
