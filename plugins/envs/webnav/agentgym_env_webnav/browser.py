@@ -1,5 +1,6 @@
 """One headless Chromium per env session, started with flags that work in a sandbox and
-offline, and torn down completely (driver, browser processes, profile directory)."""
+offline, and torn down completely (driver, browser processes, profile directory), even when
+the process that started it is SIGKILLed (see :class:`_Guard`)."""
 from __future__ import annotations
 
 import atexit
@@ -127,11 +128,28 @@ class Browser:
         options.binary_location = browser
         for flag in (*CHROMIUM_FLAGS, f"--user-data-dir={self.profile}", f"--window-size={width},{height}"):
             options.add_argument(flag)
-        service = Service(executable_path=driver, log_output=subprocess.DEVNULL)
+        guard = _Guard()
+
+        class GuardedService(Service):
+            def start(self) -> None:  # the guard learns the group before Chromium is launched
+                try:
+                    super().start()
+                finally:
+                    if getattr(self, "process", None) is not None:
+                        guard.watch(self.process.pid)
+
+        # its own process group, which Chromium inherits: the guard kills the whole tree at once
+        service = GuardedService(executable_path=driver, log_output=subprocess.DEVNULL,
+                                 popen_kw={"start_new_session": True})
         try:
             self.driver = webdriver.Chrome(service=service, options=options)
-        except WebDriverException as exc:
+        except BaseException as exc:
+            if getattr(service, "process", None) is not None:
+                _kill_group(service.process.pid)
+            guard.release()
             shutil.rmtree(self.profile, ignore_errors=True)
+            if not isinstance(exc, WebDriverException):
+                raise
             raise BrowserError(
                 f"webnav env: Chromium ({browser}) did not start through {driver}: {exc.msg or exc}. "
                 "Check that the chromium and chromium-driver versions match."
@@ -139,7 +157,7 @@ class Browser:
         self.driver.set_page_load_timeout(page_load_timeout_s)
         self.driver_pid = service.process.pid
         self.pids = process_tree(self.driver_pid)
-        self._finalizer = weakref.finalize(self, _shutdown, self.driver, self.driver_pid, self.profile)
+        self._finalizer = weakref.finalize(self, _shutdown, self.driver, self.driver_pid, self.profile, guard)
         atexit.register(self._finalizer)
 
     def memory_kib(self) -> int:
@@ -155,7 +173,50 @@ class Browser:
         self._finalizer()
 
 
-def _shutdown(driver, driver_pid: int, profile: str) -> None:
+#: Reads the browser's process group id, then blocks on a pipe that only this process writes
+#: to; EOF means the process is gone (exited, or SIGKILLed), and then the group goes too. Deaf
+#: to the signals a terminal or a launcher sends to the server's group.
+_GUARD_SCRIPT = "trap '' HUP INT TERM QUIT; read pgid || exit 0; read _; kill -s KILL -- \"-$pgid\""
+
+
+class _Guard:
+    """A ``sh`` watchdog (~1.7 MB RSS) that SIGKILLs the browser's process group when this process dies.
+
+    ``PR_SET_PDEATHSIG`` on chromedriver would not do: Chromium outlives a killed chromedriver,
+    and the signal fires when the creating *thread* ends. A pipe's EOF has neither problem.
+    """
+
+    def __init__(self) -> None:
+        read, self.fd = os.pipe()  # both ends close-on-exec: no other child keeps the pipe open
+        try:
+            self.proc = subprocess.Popen(["/bin/sh", "-c", _GUARD_SCRIPT, "agentgym-webnav-guard"], stdin=read,
+                                         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+        except BaseException:
+            os.close(self.fd)
+            raise
+        finally:
+            os.close(read)
+
+    def watch(self, pgid: int) -> None:
+        os.write(self.fd, f"{pgid}\n".encode())
+
+    def release(self) -> None:
+        """Stop watching (the browser was shut down normally); idempotent."""
+        if self.fd >= 0:
+            self.proc.kill()
+            self.proc.wait()
+            os.close(self.fd)
+            self.fd = -1
+
+
+def _kill_group(pgid: int) -> None:
+    try:
+        os.killpg(pgid, signal.SIGKILL)
+    except OSError:
+        pass
+
+
+def _shutdown(driver, driver_pid: int, profile: str, guard: _Guard) -> None:
     tree = process_tree(driver_pid)
     if _alive(driver_pid):  # a dead driver would only be retried over HTTP for seconds
         try:
@@ -171,4 +232,6 @@ def _shutdown(driver, driver_pid: int, profile: str) -> None:
                 os.kill(pid, signal.SIGKILL)
             except OSError:
                 pass
+    _kill_group(driver_pid)  # anything of the browser's group that left the driver's tree
+    guard.release()
     shutil.rmtree(profile, ignore_errors=True)

@@ -4,12 +4,14 @@ a browser."""
 from __future__ import annotations
 
 import os
+import signal
 import time
 
 import httpx
 import pytest
 
 from agentgym_core.env.launcher import EnvLauncher
+from agentgym_core.testing import play_over_http
 from agentgym_env_webnav.browser import BrowserNotFound, find_binaries, process_tree
 from agentgym_env_webnav.solver import ScriptedSolver
 
@@ -39,38 +41,48 @@ def test_serve_play_to_success_and_stop_cleanly():
     options = {"tasks": ["login-user", "click-checkboxes"], "train_seeds": 5, "test_seeds": 2}
     with EnvLauncher("webnav", options=options, startup_timeout=60) as launcher:
         url = launcher.urls[0]
-        with httpx.Client(base_url=url, timeout=60) as http:
-            info = http.get("/info").json()
-            assert info["tasks"] == options["tasks"] and info["splits"] == {"train": 10, "test": 4}
+        for data_idx in (0, 1):  # one episode of each task, and the bad-action path: an answer that helps
+            play = play_over_http(url, data_idx, ScriptedSolver().act, max_steps=11, invalid_action="click the login button",
+                                  invalid_hint="needs an element id in brackets, e.g. click [12]")
+            assert play.first_observation.startswith("Task: ") and "Page:" in play.invalid["observation"]
+            assert play.last["reward"] > 0
+        assert play.info["tasks"] == options["tasks"] and play.info["splits"] == {"train": 10, "test": 4}
+
+        with httpx.Client(base_url=url, timeout=60) as http:  # a session still open when the server stops
             sid = http.post("/create").json()["id"]
-            wins = 0
-            for data_idx in (0, 1):  # one episode of each task
-                obs = http.post("/reset", json={"id": sid, "data_idx": data_idx}).json()["observation"]
-                assert obs.startswith("Task: ")
-                solver = ScriptedSolver()
-                for seq in range(1, 12):
-                    reply = http.post("/step", json={"id": sid, "action": solver.act(obs), "seq": seq}).json()
-                    obs = reply["observation"]
-                    if reply["done"]:
-                        break
-                assert reply["done"] and reply["reward"] > 0 and reply["info"]["success"], reply
-                wins += 1
-            assert wins == 2
-
-            # the bad-action path over the wire: an answer that helps, not an error
-            http.post("/reset", json={"id": sid, "data_idx": 0})
-            reply = http.post("/step", json={"id": sid, "action": "click the login button", "seq": 99}).json()
-            assert reply["info"]["invalid_action"] and not reply["done"]
-            assert "needs an element id in brackets, e.g. click [12]" in reply["observation"] and "Page:" in reply["observation"]
-            assert http.get("/observation", params={"id": sid}).json() == reply["observation"]
-
-            server_pid = launcher.procs[0].pid
-            browsers = _browser_pids(server_pid)
-            assert browsers, "the session's browser should run under the server"
+            assert http.post("/reset", json={"id": sid, "data_idx": 0}).status_code == 200
+        browsers = _browser_pids(launcher.procs[0].pid)
+        assert browsers, "the session's browser should run under the server"
     deadline = time.monotonic() + 5
     while _alive(browsers) and time.monotonic() < deadline:
         time.sleep(0.1)
     assert not _alive(browsers), f"browser processes outlived the server: {_alive(browsers)}"
+
+
+def test_sigkilled_server_leaves_no_browser_behind():
+    """SIGKILL gives the server no chance to quit its browsers: their guard must kill them."""
+    with EnvLauncher("webnav", options={"tasks": ["click-test"]}, startup_timeout=60) as launcher:
+        with httpx.Client(base_url=launcher.urls[0], timeout=60) as http:
+            for _ in range(2):  # two sessions, two browsers
+                sid = http.post("/create").json()["id"]
+                assert http.post("/reset", json={"id": sid, "data_idx": 0}).status_code == 200
+        server = launcher.procs[0]
+        browsers = _browser_pids(server.pid)
+        drivers = [p for p in browsers if _exe(p) == "chromedriver"]
+        assert len(drivers) == 2 and len(browsers) > 2, browsers
+        os.kill(server.pid, signal.SIGKILL)  # the server only, not its process group
+        server.wait(timeout=10)
+        deadline = time.monotonic() + 10
+        while _alive(browsers) and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert not _alive(browsers), f"chromedriver/Chromium outlived the SIGKILLed server: {_alive(browsers)}"
+
+
+def _exe(pid):
+    try:
+        return os.path.basename(os.readlink(f"/proc/{pid}/exe"))
+    except OSError:
+        return ""
 
 
 def _alive(pids):
