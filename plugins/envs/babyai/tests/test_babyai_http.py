@@ -3,17 +3,14 @@ knows only the AgentGym wire format (create, reset with data_idx, step, observat
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
-import threading
 
-import httpx
 import pytest
 from agentgym_env_babyai.env import BabyAIEnv
 from agentgym_env_babyai.solvers import oracle
 
-pytest.importorskip("agentgym_core.env.server")
+from agentgym_core.env.launcher import EnvLauncher
+from agentgym_core.testing import play_over_http
+
 pytestmark = pytest.mark.slow
 
 OPTIONS = {"levels": "easy"}
@@ -21,25 +18,8 @@ OPTIONS = {"levels": "easy"}
 
 @pytest.fixture(scope="module")
 def server_url():
-    cmd = [sys.executable, "-m", "agentgym_core.cli.main", "env", "serve", "babyai", "--port", "0",
-           "--options", json.dumps(OPTIONS), "--exit-with-parent", str(os.getpid())]
-    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    line: list[str] = []
-    reader = threading.Thread(target=lambda: line.append(proc.stdout.readline()), daemon=True)
-    reader.start()
-    reader.join(timeout=60)
-    try:
-        if not line or "listening on " not in line[0]:
-            proc.kill()
-            pytest.fail(f"env server did not start: {line} {proc.stderr.read()[-2000:]}")
-        yield line[0].split("listening on ")[1].strip()
-    finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
+    with EnvLauncher("babyai", options=OPTIONS) as launcher:
+        yield launcher.urls[0]
 
 
 def _solution(task_id: int) -> tuple[str, list[str]]:
@@ -58,16 +38,7 @@ def _solution(task_id: int) -> tuple[str, list[str]]:
 @pytest.mark.parametrize("task_id", [4, 5002])  # PickupLoc (train) and GoToObj (test)
 def test_play_to_success_over_http(server_url, task_id):
     first, actions = _solution(task_id)
-    with httpx.Client(base_url=server_url, timeout=30) as http:
-        info = http.get("/info").json()
-        assert "go to <object>" in json.dumps(info)
-        sid = http.post("/create").json()["id"]
-        reset = http.post("/reset", json={"id": sid, "data_idx": task_id}).json()
-        assert reset["observation"] == first  # same task in another process: same episode
-        bad = http.post("/step", json={"id": sid, "action": "fly away"}).json()
-        assert bad["info"]["invalid_action"] is True and "Valid actions" in bad["observation"]
-        for action in actions:
-            result = http.post("/step", json={"id": sid, "action": action}).json()
-        assert result["done"] is True and result["reward"] == 1.0 and result["info"]["success"] is True
-        assert http.get("/observation", params={"id": sid}).json() == result["observation"]
-        assert http.post("/close", json={"id": sid}).status_code == 200
+    play = play_over_http(server_url, task_id, actions, invalid_action="fly away", invalid_hint="Valid actions")
+    assert "go to <object>" in json.dumps(play.info)
+    assert play.first_observation == first  # same task in another process: same episode
+    assert play.last["reward"] == 1.0 and len(play.steps) == len(actions)

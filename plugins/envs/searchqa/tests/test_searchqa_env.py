@@ -2,14 +2,10 @@
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 
-import httpx
 import pytest
 from agentgym_core.errors import ConfigError
-from agentgym_core.testing import check_env
+from agentgym_core.testing import check_env, play_over_http
 
 from agentgym_env_searchqa.corpus import Retriever, file_digest, load_jsonl_corpus
 from agentgym_env_searchqa.env import SearchQAEnv
@@ -129,29 +125,11 @@ def test_plugin_registers_searchqa(monkeypatch):
 
 @pytest.mark.slow
 def test_plays_a_question_to_success_over_http(env):
-    pytest.importorskip("agentgym_core.env.serving", reason="agentgym env serve is not available yet")
     tid = next(i for i in env.splits()["test"] if env.category(i) == "bridge")
     env.reset(task_id=tid)
     actions, (_, _, _, info) = solve(env, env.question(tid))
     assert info["success"]
-    exe = os.path.join(os.path.dirname(sys.executable), "agentgym")
-    proc = subprocess.Popen([exe, "env", "serve", "searchqa", "--port", "0"], stdout=subprocess.PIPE, text=True,
-                            env=dict(os.environ, AGENTGYM_LOAD_PLUGINS="searchqa"))
-    try:
-        line = proc.stdout.readline()
-        assert "listening on" in line, line
-        url = line.split("listening on", 1)[1].strip()
-        with httpx.Client(base_url=url, timeout=60) as client:
-            assert client.get("/info").json()["action_format"] == "tags"
-            sid = client.post("/create").json()["id"]
-            first = client.post("/reset", json={"id": sid, "data_idx": tid}).json()
-            assert first["observation"] == f"Question: {env.question(tid)['question']}"
-            bad = client.post("/step", json={"id": sid, "action": "just text"}).json()
-            assert "Invalid action" in bad["observation"] and bad["done"] is False
-            for action in actions:
-                result = client.post("/step", json={"id": sid, "action": action}).json()
-            assert result["done"] is True and result["reward"] == 1.0 and result["info"]["success"] is True
-            client.post("/close", json={"id": sid})
-    finally:
-        proc.terminate()
-        proc.wait(timeout=20)
+    play = play_over_http("searchqa", tid, actions, invalid_action="just text", invalid_hint="Invalid action")
+    assert play.info["action_format"] == "tags"
+    assert play.first_observation == f"Question: {env.question(tid)['question']}"
+    assert play.last["reward"] == 1.0
