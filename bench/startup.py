@@ -1,14 +1,17 @@
 """Start-up cost: wall time of `agentgym --help` and `agentgym plugins` (median of N runs).
 
-    python bench/startup.py [--runs 10] [--record]
+    python bench/startup.py [--runs 10] [--record [--out PATH]]
 
-With --record the table is appended to docs/BENCHMARKS.md.
+With --record the table replaces the previous one under "## Start-up" in docs/BENCHMARKS.md
+(or in PATH); the rest of the file is left as it is.
 """
 from __future__ import annotations
 
 import argparse
 import datetime
+import os
 import platform
+import re
 import shutil
 import statistics
 import subprocess
@@ -17,6 +20,8 @@ import time
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
+SECTION = "## Start-up"
+BLOCK = "### Start-up, "
 
 
 def measure(cmd: list[str], runs: int) -> tuple[float, float]:
@@ -31,7 +36,8 @@ def measure(cmd: list[str], runs: int) -> tuple[float, float]:
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--runs", type=int, default=10)
-    ap.add_argument("--record", action="store_true")
+    ap.add_argument("--record", action="store_true", help="put the table under '## Start-up' in docs/BENCHMARKS.md")
+    ap.add_argument("--out", default=None, help="with --record: the markdown file to update (default docs/BENCHMARKS.md)")
     args = ap.parse_args()
     exe = shutil.which("agentgym") or str(Path(sys.executable).parent / "agentgym")
     rows = []
@@ -49,12 +55,33 @@ def main() -> None:
     text = "\n".join(table)
     print(text)
     if args.record:
-        stamp = datetime.date.today().isoformat()
-        machine = f"{platform.machine()}, {__import__('os').cpu_count()} cores, Python {platform.python_version()}"
-        block = (f"\n### Start-up, {stamp}\n\nMachine: {machine}. Command: `python bench/startup.py --runs {args.runs} --record`"
+        stamp = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
+        machine = (f"{platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}, "
+                   f"load average {os.getloadavg()[0]:.2f}")
+        block = (f"{BLOCK}{stamp}\n\nMachine: {machine}. Command: `python bench/startup.py --runs {args.runs} --record`"
                  f" (median of {args.runs} runs, every installed plugin loaded).\n\n{text}\n")
-        with open(REPO / "docs" / "BENCHMARKS.md", "a") as f:
-            f.write(block)
+        path = Path(args.out) if args.out else REPO / "docs" / "BENCHMARKS.md"
+        path.write_text(record(path.read_text() if path.exists() else "# Benchmarks\n", block))
+        print(f"recorded under {SECTION!r} in {path}")
+
+
+def record(text: str, block: str) -> str:
+    """*text* with *block* in place of the previous start-up table(s) of its "## Start-up" section.
+
+    The section's intro and any other subsection stay; so does everything outside the section.
+    A file without the section gets it at its end.
+    """
+    heading = re.search(rf"(?m)^{SECTION}[ \t]*$", text)
+    if heading is None:
+        return text.rstrip("\n") + f"\n\n{SECTION}\n\n{block.strip()}\n"
+    start = heading.end()
+    nxt = re.search(r"(?m)^## ", text[start:])
+    end = len(text) if nxt is None else start + nxt.start()
+    intro, *subs = re.split(r"(?m)^(?=### )", text[start:end])
+    kept = [sub.strip("\n") for sub in subs if not sub.startswith(BLOCK)]
+    section = "\n\n".join(part for part in (intro.strip("\n"), *kept, block.strip("\n")) if part)
+    tail = text[end:]
+    return text[:start] + "\n\n" + section + "\n" + ("\n" + tail if tail else "")
 
 
 if __name__ == "__main__":
