@@ -66,7 +66,7 @@ def _assert_step1_loads(run: Path) -> None:
     assert ckpt is not None and ckpt.name == "step_000001", sorted(p.name for p in (run / "checkpoints").iterdir())
     model = AutoModelForCausalLM.from_pretrained(str(ckpt))
     assert sum(p.numel() for p in model.parameters()) > 0
-    state = torch.load(ckpt / "trainer_state.pt", weights_only=False)
+    state = torch.load(ckpt / "trainer_state.pt", weights_only=True)
     assert isinstance(state, dict)
 
 

@@ -13,6 +13,7 @@ from __future__ import annotations
 import json
 import math
 import os
+import pickle
 import random
 import shutil
 from pathlib import Path
@@ -150,13 +151,31 @@ def _fsync_dir(path: Path) -> None:
 
 
 def rng_state() -> dict[str, Any]:
-    return {"python": random.getstate(), "numpy": np.random.get_state(), "torch": torch.get_rng_state()}
+    """The RNG states as tensors and plain Python values, so ``torch.load(weights_only=True)`` reads them."""
+    name, keys, pos, has_gauss, gauss = np.random.get_state()
+    return {"python": random.getstate(), "numpy": (name, torch.from_numpy(keys.astype(np.int64)), pos, has_gauss, gauss),
+            "torch": torch.get_rng_state()}
 
 
 def set_rng_state(state: dict[str, Any]) -> None:
     random.setstate(state["python"])
-    np.random.set_state(state["numpy"])
+    name, keys, pos, has_gauss, gauss = state["numpy"]
+    np.random.set_state((name, np.asarray(keys, dtype=np.uint32), pos, has_gauss, gauss))
     torch.set_rng_state(state["torch"])
+
+
+def load_trainer_state(path: Path) -> dict[str, Any]:
+    """Read ``trainer_state.pt`` with tensors and plain values only: a checkpoint cannot run code."""
+    try:
+        return torch.load(path, weights_only=True)
+    except pickle.UnpicklingError as exc:
+        why = next((line.strip() for line in str(exc).splitlines() if "Unsupported global" in line), "")
+        raise ResumeError(
+            f"{path} holds objects other than tensors and plain values, which resume refuses to unpickle "
+            f"(loading them could run arbitrary code){': ' + why[:200] if why else ''}. A checkpoint written by "
+            "this version of AgentGym never does; start a fresh run, or load the model weights from the "
+            "checkpoint folder with transformers"
+        ) from None
 
 
 class TaskCursor:

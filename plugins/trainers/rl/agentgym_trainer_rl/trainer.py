@@ -24,7 +24,7 @@ from .algorithms import ALGORITHMS, Options
 from .batch import build_batch
 from .config import RLConfig
 from .policy import PolicyModule, apply_lora, frozen_copy, load_lm
-from .rundir import ResumeError, RunDir, TaskCursor, rng_state, set_rng_state, step_name
+from .rundir import ResumeError, RunDir, TaskCursor, load_trainer_state, rng_state, set_rng_state, step_name
 from .update import Updater, UpdateOptions
 
 
@@ -193,7 +193,7 @@ class RLTrainer(Trainer):
         self.acc.wait_for_everyone()
 
     def _restore(self) -> tuple[int, int]:
-        state = torch.load(self.ckpt / "trainer_state.pt", weights_only=False)
+        state = load_trainer_state(self.ckpt / "trainer_state.pt")
         if state["world_size"] != self.world:
             raise ResumeError(f"checkpoint {self.ckpt} was written by {state['world_size']} processes, "
                               f"this run has {self.world}; resume with --num-processes {state['world_size']}")
