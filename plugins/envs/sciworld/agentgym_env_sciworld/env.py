@@ -1,9 +1,10 @@
 """``SciWorldEnv``: ScienceWorld's 30 science tasks as an AgentGym env, stepped the fast way.
 
 ScienceWorld's Python wrapper fetches the full valid-action list (~400-1,200 strings over
-py4j) after every step, which caps it at 10-20 steps/s. This env talks to the simulator's
-``PythonInterface`` directly: a step is the action plus three small calls (score, completed,
-moves). The valid actions are a hint the agent asks for (``valid actions``), or an option.
+py4j) after every step, which caps it at 10-20 steps/s, and its ``PythonInterface.step`` adds
+history rendering and debug output to each step. This env steps the simulation itself
+(``AgentInterface.step``, see ``sim.py``). The valid actions are a hint the agent asks for
+(``valid actions``), or an option.
 """
 from __future__ import annotations
 
@@ -72,6 +73,9 @@ class SciWorldConfig:
     java_heap: str = "256m"
     #: Sessions that share one JVM (more: less memory; fewer: more parallel steps).
     sessions_per_jvm: int = 8
+    #: Step through the simulation directly (False: through ScienceWorld's PythonInterface.step,
+    #: which also renders a run history and debug output: same results, ~15-25% slower).
+    fast_step: bool = True
 
 
 class SciWorldEnv(BaseEnv):
@@ -83,7 +87,8 @@ class SciWorldEnv(BaseEnv):
 
     def __init__(self, tasks: Optional[List[str]] = None, simplifications: str = "", step_limit: int = 100,
                  valid_actions_in_info: bool = False, hint_limit: int = 80, gold_path: bool = False,
-                 java: str = "java", java_heap: str = "256m", sessions_per_jvm: int = 8, **options: Any) -> None:
+                 java: str = "java", java_heap: str = "256m", sessions_per_jvm: int = 8, fast_step: bool = True,
+                 **options: Any) -> None:
         super().__init__(**options)
         known = [t.name for t in TASKS]
         if tasks is not None:
@@ -99,6 +104,7 @@ class SciWorldEnv(BaseEnv):
         self.valid_actions_in_info = bool(valid_actions_in_info)
         self.hint_limit = int(hint_limit)
         self.gold_path = bool(gold_path)
+        self.fast_step = bool(fast_step)
         self._java, self._heap, self._per_jvm = java, str(java_heap), int(sessions_per_jvm)
         self._jvm: Any = None  # started lazily: describing the env needs no JVM
         self._sim: Any = None
@@ -150,9 +156,9 @@ class SciWorldEnv(BaseEnv):
             if error:
                 raise ConfigError(f"sciworld: cannot load task {task_id} ({self._task.name}, variation "
                                   f"{self._variation}) with simplifications {self.simplifications!r}: {error}")
-            self._gold = list(sim.getGoldActionSequence()) if self.gold_path else []
-            room = sim.step("look around")
-            task = sim.getTaskDescription()
+            self._gold = list(sim.py.getGoldActionSequence()) if self.gold_path else []
+            room = (sim.step if self.fast_step else sim.step_python)("look around")[0]
+            task = sim.py.getTaskDescription()
         self._score, self._done = 0.0, False
         return f"{task}\n\n{room}"
 
@@ -164,11 +170,8 @@ class SciWorldEnv(BaseEnv):
         if text.lower().rstrip(".") in _HINT_WORDS:
             return self._hint(), 0.0, False, {"hint": True, "score": round(100 * self._score)}
         with self._jvm.lock:
-            obs = self._sim.step(text)
-            raw = float(self._sim.getScore())
-            completed = bool(self._sim.getCompleted())
-            moves = int(self._sim.getNumMoves())
-            valid = list(self._sim.getValidActionObjectCombinations()) if self.valid_actions_in_info else None
+            obs, raw, completed, moves = (self._sim.step if self.fast_step else self._sim.step_python)(text)
+            valid = list(self._sim.py.getValidActionObjectCombinations()) if self.valid_actions_in_info else None
         score = max(raw, 0.0)
         reward, self._score = score - self._score, score
         failed = raw < 0
@@ -194,7 +197,7 @@ class SciWorldEnv(BaseEnv):
 
     def _hint(self) -> str:
         with self._jvm.lock:
-            valid = list(self._sim.getValidActionObjectCombinations())
+            valid = list(self._sim.py.getValidActionObjectCombinations())
         # Drop combinations with the agent or the air; take actions round-robin over verbs so a
         # short hint still shows every kind of action; wiring actions (hundreds) go last.
         useful = sorted({a for a in valid if " agent" not in f" {a}" and " air" not in f" {a}"})

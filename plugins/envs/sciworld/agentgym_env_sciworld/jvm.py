@@ -13,9 +13,10 @@ import atexit
 import shutil
 import subprocess
 import threading
-from typing import Any
 
 from agentgym_core.errors import AgentGymError
+
+from .sim import Simulator
 
 
 class JavaNotFoundError(AgentGymError):
@@ -35,10 +36,15 @@ class _JVM:
         self.gateway = JavaGateway(gateway_parameters=GatewayParameters(port=port, auto_field=True), java_process=proc)
         self.lock = threading.RLock()
         self.sessions = 0
+        # The simulator prints debug lines on every step; py4j pipes the JVM's stdout to a Python
+        # thread that throws them away. Drop them inside the JVM instead (before Scala's Console
+        # captures System.out on its first use).
+        lang, io = self.gateway.jvm.java.lang, self.gateway.jvm.java.io
+        lang.System.setOut(io.PrintStream(io.OutputStream.nullOutputStream()))
 
-    def new_simulator(self) -> Any:
+    def new_simulator(self) -> Simulator:
         with self.lock:
-            return self.gateway.jvm.scienceworld.runtime.pythonapi.PythonInterface()
+            return Simulator(self.gateway)
 
     def stop(self) -> None:
         try:

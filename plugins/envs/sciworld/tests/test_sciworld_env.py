@@ -23,6 +23,10 @@ needs_java = pytest.mark.skipif(shutil.which("java") is None, reason=NO_JAVA)
 
 # Short gold paths (5-17 actions) from different topics.
 SOLVABLE = [("find-non-living-thing", 151), ("lifespan-longest-lived", 93), ("power-component", 15)]
+# Gold paths (variation 0) whose replay ScienceWorld repeats exactly: some tasks (e.g. inclined
+# planes, circuits, Mendelian genetics) list objects or settle ties in hash order, so even two
+# replays through ScienceWorld's own step can differ there. Includes a numbered-choice answer (grow-plant).
+REPEATABLE = ["find-living-thing", "grow-plant", "chemistry-mix", "identify-life-stages-1", "lifespan-longest-lived"]
 
 
 def test_task_ids_and_splits_need_no_jvm():
@@ -81,7 +85,7 @@ def envs():
 @needs_java
 def test_task_table_matches_the_jar(envs):
     env, _ = envs
-    sim = env._simulator()
+    sim = env._simulator().py  # the JAR's PythonInterface
     with env._jvm.lock:
         assert list(sim.getTaskNames()) == sorted(t.name for t in TASKS)
         assert [sim.getTaskMaxVariations(t.name) for t in TASKS] == [t.variations for t in TASKS]
@@ -123,6 +127,46 @@ def test_gold_path_solves_the_task(envs, name, variation):
     assert done and info["success"] is True
     assert info["score"] == 100 and info["score_norm"] == 1.0
     assert total == pytest.approx(1.0)  # step rewards add up to the normalised score
+
+
+@pytest.mark.slow
+@needs_java
+def test_fast_step_matches_scienceworlds_own_step(envs):
+    """The default step (AgentInterface.step) gives what ScienceWorld's PythonInterface.step gives."""
+    fast, gold = envs
+    reference = SciWorldEnv(fast_step=False)
+    try:
+        for name in REPEATABLE:
+            tid = task_id(name, 0)
+            gold.reset(task_id=tid)
+            actions = gold.gold_actions()
+            replays = []
+            for env in (reference, fast):  # one after the other: a load reseeds the simulator's randomness
+                steps = [env.reset(task_id=tid)]
+                for action in actions:
+                    steps.append(env.step(action))
+                    if steps[-1][2]:
+                        break
+                replays.append(steps)
+            assert replays[0][0] == replays[1][0], name  # first observation
+            for i, (ref, got) in enumerate(zip(replays[0][1:], replays[1][1:])):
+                assert got == ref, (name, i, actions[i])  # observation, reward, done, info (score, moves)
+            assert len(replays[0]) == len(replays[1])
+            assert replays[1][-1][2] and replays[1][-1][3]["success"] is True, name
+    finally:
+        reference.close()
+
+
+@pytest.mark.slow
+@needs_java
+def test_words_the_simulator_answers_itself(envs):
+    env, _ = envs
+    env.reset(task_id=task_id("boil", 0))
+    obs, reward, done, info = env.step("task")
+    assert obs.startswith("Task description:") and "boil" in obs
+    assert info["moves"] == 0 and reward == 0.0 and not done
+    obs, _, _, info = env.step("open door to kitchen")
+    assert obs == "The door is now open." and info["moves"] == 1
 
 
 @pytest.mark.slow
