@@ -5,18 +5,14 @@ The JVM takes ~5 s to start, so the simulator tests share one module-scoped pair
 """
 from __future__ import annotations
 
-import os
 import shutil
-import subprocess
-import sys
 
-import httpx
 import pytest
-from agentgym_core.testing import check_env
-
 from agentgym_env_sciworld import jvm
 from agentgym_env_sciworld.env import SciWorldEnv
 from agentgym_env_sciworld.tasks import TASKS, TOTAL, locate, task_id
+
+from agentgym_core.testing import check_env, play_over_http
 
 NO_JAVA = "ScienceWorld needs a Java 17 runtime (openjdk-17-jre-headless)"
 needs_java = pytest.mark.skipif(shutil.which("java") is None, reason=NO_JAVA)
@@ -43,7 +39,7 @@ def test_task_ids_and_splits_need_no_jvm():
     with pytest.raises(IndexError, match="out of range"):
         locate(TOTAL)
     only = SciWorldEnv(tasks=["boil", "melt"]).splits()
-    assert only["train"] == list(range(0, 14)) + list(range(30, 44))
+    assert only["train"] == list(range(14)) + list(range(30, 44))
     assert jvm.running() == 0  # describing the env started nothing
     env.close()
 
@@ -206,30 +202,10 @@ def test_step_limit_and_valid_actions_option(envs):
 
 @pytest.mark.slow
 @needs_java
-def test_plays_a_task_to_success_over_http(envs, tmp_path):
-    pytest.importorskip("agentgym_core.env.serving", reason="agentgym env serve is not available yet")
+def test_plays_a_task_to_success_over_http(envs):
     _, gold = envs
     tid = task_id(*SOLVABLE[0])
     gold.reset(task_id=tid)
-    actions = gold.gold_actions()
-    exe = os.path.join(os.path.dirname(sys.executable), "agentgym")
-    proc = subprocess.Popen([exe, "env", "serve", "sciworld", "--port", "0"], stdout=subprocess.PIPE, text=True,
-                            env=dict(os.environ, AGENTGYM_LOAD_PLUGINS="sciworld"))
-    try:
-        line = proc.stdout.readline()
-        assert "listening on" in line, line
-        url = line.split("listening on", 1)[1].strip()
-        with httpx.Client(base_url=url, timeout=60) as client:
-            assert client.get("/info").json()["action_format"] == "react"
-            sid = client.post("/create").json()["id"]
-            first = client.post("/reset", json={"id": sid, "data_idx": tid}).json()
-            assert first["observation"].startswith("Your task is to")
-            bad = client.post("/step", json={"id": sid, "action": "xyzzy"}).json()
-            assert "No known action" in bad["observation"] and bad["done"] is False
-            for action in actions:
-                result = client.post("/step", json={"id": sid, "action": action}).json()
-            assert result["done"] is True and result["info"]["success"] is True
-            client.post("/close", json={"id": sid})
-    finally:
-        proc.terminate()
-        proc.wait(timeout=20)
+    run = play_over_http("sciworld", tid, gold.gold_actions(), invalid_action="xyzzy", invalid_hint="No known action")
+    assert run.info["action_format"] == "react"
+    assert run.first_observation.startswith("Your task is to")
