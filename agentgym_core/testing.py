@@ -13,7 +13,10 @@ real env server in the AgentGym wire format.
 from __future__ import annotations
 
 import contextlib
+import importlib.util
 import math
+import sys
+import types
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
@@ -236,3 +239,15 @@ def _play(script: HTTPTranscript, step: Callable[[str, int], dict[str, Any]],
         answer = step(action, seq)
         script.steps.append((action, answer))
         observation = answer["observation"]
+
+
+def load_script(path: str | Any, name: str) -> types.ModuleType:
+    """Import the file at *path* (a ``bench/`` script, an example's module) as module *name*, for tests."""
+    spec = importlib.util.spec_from_file_location(name, path)
+    if spec is None or spec.loader is None:
+        raise ImportError(f"cannot import {path} as a module")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module  # dataclasses and pickling look the module up by name
+    spec.loader.exec_module(module)
+    return module
+

@@ -1,10 +1,11 @@
 """``bench/startup.py --record`` puts its table under "## Start-up" and leaves the rest of BENCHMARKS.md alone."""
 from __future__ import annotations
 
-import importlib.util
 import subprocess
 import sys
 from pathlib import Path
+
+from agentgym_core.testing import load_script
 
 ROOT = Path(__file__).resolve().parents[2]
 SCRIPT = ROOT / "bench" / "startup.py"
@@ -40,10 +41,7 @@ Training text.
 
 
 def _record():
-    spec = importlib.util.spec_from_file_location("agentgym_bench_startup", SCRIPT)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module.record
+    return load_script(SCRIPT, "agentgym_bench_startup").record
 
 
 def test_record_replaces_the_old_table_inside_its_section():

@@ -62,13 +62,10 @@ def test_broken_envs_fail(cls, message):
 
 
 def test_third_party_example_env_passes():
-    import importlib.util
-    import sys
     from pathlib import Path
 
+    from agentgym_core.testing import load_script
+
     path = Path(__file__).resolve().parents[2] / "examples" / "lightsout" / "my_lightsout" / "env.py"
-    spec = importlib.util.spec_from_file_location("lightsout_env_for_test", path)
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module
-    spec.loader.exec_module(module)
+    module = load_script(path, "lightsout_env_for_test")
     check_env(module.LightsOutEnv, actions=("press 0 0", "press x", "press 1 1"))

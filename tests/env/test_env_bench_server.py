@@ -1,23 +1,20 @@
 """``bench/env_server.py`` keeps working: a real run on the toy counter env, and ``--record`` refreshing its section."""
 from __future__ import annotations
 
-import importlib.util
 import os
 import subprocess
 import sys
 from datetime import datetime, timezone
 from pathlib import Path
 
+from agentgym_core.testing import load_script
+
 ROOT = Path(__file__).resolve().parents[2]
 SCRIPT = ROOT / "bench" / "env_server.py"
 
 
 def _bench():
-    spec = importlib.util.spec_from_file_location("agentgym_bench_env_server", SCRIPT)
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module
-    spec.loader.exec_module(module)
-    return module
+    return load_script(SCRIPT, "agentgym_bench_env_server")
 
 
 def test_runs_on_the_counter_env_when_no_env_plugin_is_loaded():

@@ -1,11 +1,11 @@
 """Load: 256 concurrent sessions on one real env server for a bounded time (the long run is bench/load.py)."""
 from __future__ import annotations
 
-import importlib.util
-import sys
 from pathlib import Path
 
 import pytest
+
+from agentgym_core.testing import load_script
 
 pytestmark = [pytest.mark.slow, pytest.mark.skipif(not Path("/proc/self/status").exists(), reason="RSS via /proc (Linux)")]
 
@@ -14,12 +14,7 @@ RSS_BOUND_MIB = 32.0
 
 
 def _bench():
-    path = Path(__file__).resolve().parents[2] / "bench" / "load.py"
-    spec = importlib.util.spec_from_file_location("agentgym_bench_load", path)
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module
-    spec.loader.exec_module(module)
-    return module
+    return load_script(Path(__file__).resolve().parents[2] / "bench" / "load.py", "agentgym_bench_load")
 
 
 def test_256_sessions_no_errors_no_leak():
