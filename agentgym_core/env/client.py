@@ -81,7 +81,7 @@ class HTTPEnvPool(EnvPool):
         self.max_connections = max_connections
         #: Use :class:`~agentgym_core.env.transport.StreamTransport` (False: httpx's default transport).
         self.fast_transport = fast_transport
-        #: Send concurrent numbered steps to the same server as one ``POST /batch`` (agentgym servers only).
+        #: Send concurrent numbered steps and resets to the same server as one ``POST /batch`` (agentgym servers only).
         self.batch = batch
         self._queues: dict[int, list[tuple[dict[str, Any], asyncio.Future]]] = {}
         self._flushing: set[asyncio.Task] = set()
@@ -259,7 +259,11 @@ class HTTPEnvPool(EnvPool):
 
     async def reset(self, session: str, task_id: int) -> str:
         server, rid = self._parse(session)
-        data = await self._call(server, "POST", "/reset", body={"id": rid, "data_idx": int(task_id)})
+        body = {"id": rid, "data_idx": int(task_id)}
+        if self.batch:
+            data = await self._batched(server, {"op": "reset", **body})
+        else:
+            data = await self._call(server, "POST", "/reset", body=body)
         return data["observation"] if isinstance(data, dict) else str(data)
 
     async def step(self, session: str, action: str, seq: int | None = None) -> tuple[str, float, bool, dict]:
@@ -268,17 +272,17 @@ class HTTPEnvPool(EnvPool):
         if seq is not None:
             body["seq"] = int(seq)
         if seq is not None and self.batch:
-            data = await self._batched(server, body)
+            data = await self._batched(server, {"op": "step", **body})
         else:
             data = await self._call(server, "POST", "/step", body=body, idempotent=seq is not None)
         return str(data["observation"]), float(data["reward"]), bool(data["done"]), dict(data.get("info") or {})
 
-    async def _batched(self, server: int, body: dict[str, Any]) -> Any:
-        """Queue a numbered step; the steps queued during one event-loop pass go out together."""
+    async def _batched(self, server: int, op: dict[str, Any]) -> Any:
+        """Queue a numbered step or a reset (both safe to resend); one event-loop pass's ops go out together."""
         loop = asyncio.get_running_loop()
         future = loop.create_future()
         queue = self._queues.setdefault(server, [])
-        queue.append(({"op": "step", **body}, future))
+        queue.append((op, future))
         if len(queue) == 1:
             loop.call_soon(self._start_flush, server)
         return await future
@@ -307,22 +311,23 @@ class HTTPEnvPool(EnvPool):
         finally:  # never leave a caller waiting, even if this task is cancelled
             for _, future in items:
                 if not future.done():
-                    future.set_exception(EnvUnavailable(f"env step to {self.urls[server]} was abandoned (client shutting down)"))
+                    future.set_exception(EnvUnavailable(f"env request to {self.urls[server]} was abandoned (client shutting down)"))
 
     async def _send_chunk(self, server: int, ops: list[dict[str, Any]]) -> list[Any]:
-        """Answers (or exceptions) for *ops*, in order: one ``/step`` for a single op, else one ``/batch``."""
+        """Answers (or exceptions) for *ops*, in order: a single op alone (``/step``, ``/reset``), else ``/batch``."""
         url = self.urls[server]
         if len(ops) == 1:
-            return [await self._call(server, "POST", "/step", body={k: v for k, v in ops[0].items() if k != "op"})]
+            body = {k: v for k, v in ops[0].items() if k != "op"}
+            return [await self._call(server, "POST", f"/{ops[0]['op']}", body=body)]
         data = await self._call(server, "POST", "/batch", body={"ops": ops})
         results = data.get("results") if isinstance(data, dict) else None
         if not isinstance(results, list) or len(results) != len(ops):
             raise EnvRequestError(f"env server {url} answered POST /batch with {len(results or [])} results for "
                                   f"{len(ops)} ops", status=200, url=url, endpoint="POST /batch", server_message="")
         outcomes: list[Any] = []
-        for result in results:
+        for op, result in zip(ops, results):
             try:
-                outcomes.append(_result(result["status"], result["body"], "", url, "POST /step"))
+                outcomes.append(_result(result["status"], result["body"], "", url, f"POST /{op['op']}"))
             except EnvRequestError as exc:
                 outcomes.append(exc)
             except (KeyError, TypeError):

@@ -142,3 +142,36 @@ def test_killed_server_raises_env_unavailable_while_other_server_continues():
 
     with EnvLauncher(TOY, servers=2) as launcher:
         asyncio.run(scenario(launcher))
+
+
+def test_concurrent_resets_and_steps_share_one_batch_request():
+    server = build_env_server(TOY)
+    paths: list[str] = []
+    app = server.app
+
+    async def counting(scope, receive, send):  # records each request's path, then serves it as usual
+        if scope["type"] == "http":
+            paths.append(scope["path"])
+        await app(scope, receive, send)
+
+    server.app = counting
+
+    async def scenario(url):
+        pool = HTTPEnvPool([url], timeout=10, unavailable_after=5)
+        try:
+            sessions = [await pool.create() for _ in range(6)]
+            paths.clear()
+            obs = await asyncio.gather(*(pool.reset(s, task) for task, s in enumerate(sessions)))
+            assert obs == [f"value 0, target {task % 5 + 1}" for task in range(6)]  # each reset got its own answer
+            assert paths == ["/batch"]
+            paths.clear()
+            steps = await asyncio.gather(*(pool.step(s, "inc", seq=1) for s in sessions),
+                                         *(pool.reset(s, 3) for s in sessions[:2]))
+            assert paths == ["/batch"] and len(steps) == 8
+            assert await pool.reset(sessions[0], 4) == "value 0, target 5"  # alone: a plain /reset
+            assert paths[-1] == "/reset"
+        finally:
+            await pool.aclose()
+
+    with ServerThread(server) as thread:
+        asyncio.run(scenario(thread.url))
