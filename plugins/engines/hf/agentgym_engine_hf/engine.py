@@ -113,7 +113,8 @@ class HFEngine(Engine):
         results: list[GenerationResult] = []
         with self._run_lock, torch.no_grad(), _eval_mode(self.model):
             for start in range(0, len(requests), self.max_batch_size):
-                rows = [self._prefill(r) for r in requests[start : start + self.max_batch_size]]
+                prefilled: dict[tuple[int, ...], _Row] = {}  # prompt -> its row: a GRPO group prefills once
+                rows = [self._prefill(r, prefilled) for r in requests[start : start + self.max_batch_size]]
                 self._decode(rows)
                 results.extend(self._finish(row) for row in rows)
         return results
@@ -140,7 +141,8 @@ class HFEngine(Engine):
         self.clear_cache()
 
     # -- internals --------------------------------------------------------------------------
-    def _prefill(self, req: GenerationRequest) -> _Row:
+    def _prefill(self, req: GenerationRequest, prefilled: dict[tuple[int, ...], _Row]) -> _Row:
+        """Run *req*'s prompt (past its episode's cached prefix) or share the row of an identical prompt."""
         prompt = list(req.prompt_ids)
         if not prompt:
             raise ValueError("GenerationRequest.prompt_ids is empty")
@@ -150,29 +152,35 @@ class HFEngine(Engine):
         if req.cache_key is not None:
             with self._cache_lock:
                 cached = self._cache.pop(req.cache_key, None)
-        reuse = 0
-        if cached is not None:
-            limit = min(len(cached.ids), len(prompt) - 1)  # at least one token must run for logits
-            while reuse < limit and cached.ids[reuse] == prompt[reuse]:
-                reuse += 1
-        past = DynamicCache(ddp_cache_data=[(k[:, :, :reuse], v[:, :, :reuse]) for k, v in cached.kv]) if reuse else DynamicCache()
-        new = torch.tensor([prompt[reuse:]], device=self.device)
-        positions = torch.arange(reuse, len(prompt), device=self.device)[None]
-        out = self._forward(input_ids=new, position_ids=positions, cache=past, logits_to_keep=1)
-        kv = _layers(_out_cache(out))
         seed = req.params.seed if req.params.seed is not None else self._rng.getrandbits(63)
-        generator = torch.Generator().manual_seed(int(seed) % (2**63))
-        return _Row(
+        twin = prefilled.get(tuple(prompt))
+        if twin is not None:  # same keys, values and logits; the decode copies them, never writes them
+            kv, logits, ran = twin.kv, twin.logits, 0
+        else:
+            reuse = 0
+            if cached is not None:
+                limit = min(len(cached.ids), len(prompt) - 1)  # at least one token must run for logits
+                while reuse < limit and cached.ids[reuse] == prompt[reuse]:
+                    reuse += 1
+            past = (DynamicCache(ddp_cache_data=[(k[:, :, :reuse], v[:, :, :reuse]) for k, v in cached.kv])
+                    if reuse else DynamicCache())
+            new = torch.tensor([prompt[reuse:]], device=self.device)
+            positions = torch.arange(reuse, len(prompt), device=self.device)[None]
+            out = self._forward(input_ids=new, position_ids=positions, cache=past, logits_to_keep=1)
+            kv, logits, ran = _layers(_out_cache(out)), out.logits[0, -1].float(), len(prompt) - reuse
+        row = _Row(
             request=req,
             kv=kv,
             length=len(prompt),
-            logits=out.logits[0, -1].float(),
-            generator=generator,
+            logits=logits,
+            generator=torch.Generator().manual_seed(int(seed) % (2**63)),
             stop_ids=self._eos_ids | frozenset(req.params.stop_token_ids),
-            prefill=len(prompt) - reuse,
+            prefill=ran,
             tokens=[],
             logprobs=[],
         )
+        prefilled.setdefault(tuple(prompt), row)
+        return row
 
     def _forward(self, *, cache: Any, **inputs: Any) -> Any:
         # transformers >= 5.x names the argument ``cache``; older versions ``past_key_values``.

@@ -46,6 +46,23 @@ def test_cache_reuse_across_turns_is_exact(hf_tokenizer, hf_tiny_model):
     assert "ep" not in engine._cache
 
 
+def test_a_group_with_one_prompt_prefills_it_once_and_samples_as_if_alone(hf_tokenizer, hf_tiny_model):
+    engine = HFEngine(hf_tiny_model, hf_tokenizer)
+    prompt = list(range(200, 240))
+    group = [GenerationRequest(prompt, SamplingParams(max_new_tokens=8, seed=s), cache_key=f"ep{s}") for s in range(4)]
+    results = engine.generate(group + [GenerationRequest(list(range(60, 70)), SamplingParams(max_new_tokens=8, seed=9))])
+    assert [r.prefill_tokens for r in results] == [40, 0, 0, 0, 10]
+    for s, res in enumerate(results[:4]):
+        alone = HFEngine(hf_tiny_model, hf_tokenizer).generate([GenerationRequest(prompt, SamplingParams(max_new_tokens=8, seed=s))])[0]
+        assert res.token_ids == alone.token_ids
+        assert max(abs(a - b) for a, b in zip(_reference(hf_tiny_model, prompt, res.token_ids), res.logprobs)) < 1e-4
+    assert len({tuple(r.token_ids) for r in results[:4]}) > 1  # the group still samples different replies
+    # each episode's cache continues on its own afterwards
+    nxt = [GenerationRequest(prompt + r.token_ids + [5, 6], SamplingParams(max_new_tokens=4, seed=1), cache_key=f"ep{s}")
+           for s, r in enumerate(results[:4])]
+    assert all(r.prefill_tokens <= 3 for r in engine.generate(nxt))
+
+
 def test_stop_string_ends_generation(hf_tokenizer, hf_tiny_model):
     engine = HFEngine(hf_tiny_model, hf_tokenizer)
     prompt = list(range(500, 520))
