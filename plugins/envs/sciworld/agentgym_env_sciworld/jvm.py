@@ -47,8 +47,10 @@ class _JVM:
             return Simulator(self.gateway)
 
     def stop(self) -> None:
+        # Close only our side: asking the gateway to shut down races the JVM closing its sockets,
+        # and py4j then logs "Exception while sending command" for a stop that went fine.
         try:
-            self.gateway.shutdown()
+            self.gateway.close(keep_callback_server=False, close_callback_server_connections=True)
         except Exception:  # noqa: BLE001 - the JVM may already be gone
             pass
         try:
