@@ -1,23 +1,88 @@
-"""Rollout wall time vs the maximum number of turns: it must grow linearly, not quadratically.
+"""Rollout wall time vs the maximum number of turns, and what makes it grow.
 
     python bench/rollout_turns.py [--turns 2 4 8 16 32] [--episodes 8] [--record]
 
 A small random-initialised Llama (SmolLM2 tokenizer and chat template) plays BabyAI; its
-replies are never valid actions, so every episode runs the full horizon. With per-episode KV
-cache reuse a turn costs its new tokens, so wall time should be ~ a + b*T. The script fits
-both a line and a parabola by least squares and reports how much of the time at the largest
-horizon the quadratic term explains.
+replies are never valid actions, so every episode runs the full horizon. Three series:
+
+* ``full``: the whole history in the prompt, per-episode KV cache reused (the default agent).
+  A turn prefills only its new tokens, but each new token (prefilled observation or decoded
+  reply) still attends over the whole context, so attention work grows with T^2. The script
+  measures, separately, what one more context token costs a decode step and a prefill, and
+  subtracts the attention time that predicts; what remains must be linear in T.
+* ``window``: ``agent.history_window=2`` (what the quickstart uses): bounded context, so the
+  wall time itself must be linear.
+* ``no-reuse``: the full history with the KV cache disabled, i.e. re-prefilling the history
+  every turn (what an engine without prefix reuse does), for comparison.
+
+Each series gets a least-squares line and parabola; the table reports the share of the time
+at the largest horizon that the T^2 term explains.
 """
 from __future__ import annotations
 
 import argparse
 import asyncio
 import datetime
+import os
 import platform
 import sys
+import time
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
+SERIES = ("full", "window", "no-reuse")
+
+
+def decode_cost(model, batch: int, lengths=(512, 2048, 4096, 6144), steps: int = 6) -> tuple[float, float]:
+    """Fit one decode step of *batch* rows as ``a + b * context``; returns (a, b) in seconds."""
+    import numpy as np
+    import torch
+    from agentgym_engine_hf.engine import _SlabCache
+
+    cfg = model.config
+    heads, dim = cfg.num_key_value_heads, cfg.hidden_size // cfg.num_attention_heads
+    xs, ys = [], []
+    with torch.no_grad():
+        for n in lengths:
+            layers = [(torch.randn(batch, heads, n + steps, dim), torch.randn(batch, heads, n + steps, dim), n)
+                      for _ in range(cfg.num_hidden_layers)]
+            cache = _SlabCache(layers)
+            mask = torch.ones(batch, n + steps, dtype=torch.long)
+            ids = torch.zeros(batch, 1, dtype=torch.long)
+            model(input_ids=ids, attention_mask=mask[:, : n + 1], position_ids=torch.full((batch, 1), n), cache=cache)
+            start = time.perf_counter()
+            for s in range(1, steps):
+                model(input_ids=ids, attention_mask=mask[:, : n + s + 1], position_ids=torch.full((batch, 1), n + s),
+                      cache=cache)
+            xs.append(n)
+            ys.append((time.perf_counter() - start) / (steps - 1))
+    b, a = np.polyfit(xs, ys, 1)
+    return float(a), float(b)
+
+
+def prefill_cost(model, new: int = 128, lengths=(512, 2048, 4096, 6144), reps: int = 3) -> float:
+    """Seconds that one more context token adds to prefilling *new* tokens of one row, per new token."""
+    import numpy as np
+    import torch
+    from transformers import DynamicCache
+
+    cfg = model.config
+    heads, dim = cfg.num_key_value_heads, cfg.hidden_size // cfg.num_attention_heads
+    xs, ys = [], []
+    with torch.no_grad():
+        for n in lengths:
+            past = [(torch.randn(1, heads, n, dim), torch.randn(1, heads, n, dim)) for _ in range(cfg.num_hidden_layers)]
+            ids = torch.zeros(1, new, dtype=torch.long)
+            pos = torch.arange(n, n + new)[None]
+            best = float("inf")
+            for _ in range(reps):
+                cache = DynamicCache(ddp_cache_data=past)
+                start = time.perf_counter()
+                model(input_ids=ids, position_ids=pos, cache=cache, logits_to_keep=1)
+                best = min(best, time.perf_counter() - start)
+            xs.append(n)
+            ys.append(best)
+    return float(np.polyfit(xs, ys, 1)[0]) / new
 
 
 def main() -> int:
@@ -26,7 +91,8 @@ def main() -> int:
     ap.add_argument("--episodes", type=int, default=8)
     ap.add_argument("--max-new-tokens", type=int, default=8)
     ap.add_argument("--threads", type=int, default=1)
-    ap.add_argument("--record", action="store_true", help="append the table to docs/BENCHMARKS.md")
+    ap.add_argument("--series", nargs="+", choices=SERIES, default=list(SERIES))
+    ap.add_argument("--record", action="store_true", help="append the tables to docs/BENCHMARKS.md")
     args = ap.parse_args()
 
     import numpy as np
@@ -42,58 +108,87 @@ def main() -> int:
     tok = load_tokenizer("smollm2-135m-instruct")
     model = tiny_random_model(tok, hidden_size=256, intermediate_size=512, num_hidden_layers=4,
                               num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=16384)
-    engine = HFEngine(model, tok, dtype="fp32", max_batch_size=args.episodes)
     manager = get_plugin_manager()
 
-    async def play(turns: int) -> tuple[float, int, int]:
+    async def play(turns: int, series: str) -> dict:
+        engine = HFEngine(model, tok, dtype="fp32", max_batch_size=args.episodes,
+                          max_cached_episodes=0 if series == "no-reuse" else 256)
         pool = open_env_pool({"name": "babyai", "levels": ["GoToLocal"], "brief": True}, manager, local=True)
         try:
             info = await pool.info()
             stats: dict = {}
             trajs = await rollout(engine, pool, [(i, i) for i in range(args.episodes)], max_turns=turns,
                                   instruction=info["instruction"], action_format="free",
+                                  agent_cfg={"history_window": 2 if series == "window" else 0},
                                   rollout_cfg={"max_new_tokens": args.max_new_tokens, "temperature": 1.0,
                                                "concurrency": args.episodes, "max_episode_tokens": 1_000_000},
                                   seed=0, stats=stats, env_name="babyai")
-            return (stats["wall_seconds"], sum(t.num_turns for t in trajs), sum(len(t.token_ids) for t in trajs),
-                    stats["generate_seconds"])
+            # new tokens x the context they attend over: the attention work of the rollout
+            decoded = sum((t.end - t.start) * (t.prompt_tokens + (t.end - t.start) / 2) for tr in trajs for t in tr.turns)
+            prefilled = sum(t.prefill_tokens * (t.prompt_tokens - t.prefill_tokens / 2) for tr in trajs for t in tr.turns)
+            return {"turns": turns, "played": sum(tr.num_turns for tr in trajs),
+                    "tokens": sum(len(tr.token_ids) for tr in trajs),
+                    "prefill": sum(tr.prefill_tokens for tr in trajs), "decoded": decoded, "prefilled": prefilled,
+                    "wall": stats["wall_seconds"], "gen": stats["generate_seconds"]}
         finally:
             await pool.aclose()
 
-    asyncio.run(play(2))  # warm-up
-    rows = []
-    for turns in args.turns:
-        wall, played, tokens, gen = asyncio.run(play(turns))
-        rows.append((turns, wall, played, tokens, gen))
-    T = np.array([r[0] for r in rows], dtype=float)
-    W = np.array([r[1] for r in rows])
+    print("measuring decode step cost vs context ...", flush=True)
+    a, b = decode_cost(model, args.episodes)
+    per_row = b / args.episodes  # seconds per (decoded token x context token) for one row
+    per_new = prefill_cost(model)  # seconds per (prefilled token x context token)
+    print(f"decode step of {args.episodes} rows: {a * 1e3:.1f} ms + {b * 1e6:.2f} us per context token; "
+          f"prefill: {per_new * 1e9:.1f} ns per new token per context token", flush=True)
+    asyncio.run(play(2, "full"))  # warm-up
+    tables, summaries = [], []
+    for series in args.series:
+        rows = [asyncio.run(play(t, series)) for t in args.turns]
+        T = np.array([r["turns"] for r in rows], dtype=float)
+        W = np.array([r["wall"] for r in rows])
+        attn = np.array([per_row * r["decoded"] + per_new * r["prefilled"] for r in rows])
+        lines = [f"**{series}**\n",
+                 "| max turns | turns played | episode tokens | prefilled tokens | rollout wall s | s per turn "
+                 "| predicted attention s | wall - attention s |",
+                 "|---:|---:|---:|---:|---:|---:|---:|---:|"]
+        for r, at in zip(rows, attn):
+            lines.append(f"| {r['turns']} | {r['played']} | {r['tokens']} | {r['prefill']} | {r['wall']:.2f} | "
+                         f"{r['wall'] / max(r['played'] / args.episodes, 1):.3f} | {at:.2f} | {r['wall'] - at:.2f} |")
+        text = "\n".join(lines)
+        summary = f"{series}: " + _fits("wall", T, W)
+        if series == "full":
+            summary += "; " + _fits("wall - predicted attention", T, W - attn)
+        print(text + "\n\n" + summary + "\n", flush=True)
+        tables.append(text)
+        summaries.append(summary)
+    if args.record:
+        from startup import record  # bench/ is on sys.path when this runs as a script
+
+        stamp = f"{datetime.datetime.now(datetime.timezone.utc):%Y-%m-%d %H:%M} UTC"
+        block = (f"### Rollout wall time vs max turns, {stamp}\n\n"
+                 f"Machine: {platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}, "
+                 f"torch {torch.__version__}, {args.threads} torch thread(s), load average {os.getloadavg()[0]:.1f} "
+                 f"at the end. Command: `python bench/rollout_turns.py {' '.join(sys.argv[1:])}` "
+                 f"({args.episodes} babyai episodes, a random 4-layer hidden-256 Llama with the SmolLM2 tokenizer, "
+                 f"{args.max_new_tokens} new tokens a turn, every episode runs the full horizon). A decode step of "
+                 f"{args.episodes} rows costs {a * 1e3:.1f} ms + {b * 1e6:.2f} us per context token, and a "
+                 f"prefilled token {per_new * 1e9:.1f} ns per context token (`predicted attention s` = those "
+                 f"slopes x the new tokens x the context each attends over).\n\n"
+                 + "\n\n".join(tables) + "\n\n" + "\n".join(f"- {s}" for s in summaries) + "\n")
+        path = REPO / "docs" / "BENCHMARKS.md"
+        path.write_text(record(path.read_text(), block, "## Rollout", "### Rollout wall time vs max turns"))
+        print(f"recorded under '## Rollout' in {path}")
+    return 0
+
+
+def _fits(label: str, T, W) -> str:
+    import numpy as np
+
     lin = np.polyfit(T, W, 1)
     quad = np.polyfit(T, W, 2)
-    quad_share = quad[0] * T[-1] ** 2 / W[-1]
-    resid = W - np.polyval(lin, T)
-    lines = [
-        "| max turns | turns played | episode tokens | rollout wall s | engine generate s | s per turn | linear fit s |",
-        "|---:|---:|---:|---:|---:|---:|---:|",
-    ]
-    for (turns, wall, played, tokens, gen), fit in zip(rows, np.polyval(lin, T)):
-        lines.append(f"| {turns} | {played} | {tokens} | {wall:.2f} | {gen:.2f} | "
-                     f"{wall / max(played / args.episodes, 1):.3f} | {fit:.2f} |")
-    summary = (f"Linear fit: wall = {lin[1]:.2f} + {lin[0]:.3f} * T s (max residual {np.abs(resid).max():.2f} s). "
-               f"Quadratic fit: {quad[0]:.5f} * T^2 + {quad[1]:.3f} * T + {quad[2]:.2f}; its T^2 term is "
-               f"{quad_share:.1%} of the wall time at T = {int(T[-1])}.")
-    text = "\n".join(lines)
-    print(text)
-    print(summary)
-    if args.record:
-        head = (f"\n### Rollout wall time vs max turns, {datetime.date.today()}\n\n"
-                f"Machine: {platform.machine()}, {__import__('os').cpu_count()} cores, Python "
-                f"{platform.python_version()}, torch {torch.__version__}, {args.threads} torch thread(s). Command: "
-                f"`python bench/rollout_turns.py --record` ({args.episodes} babyai episodes, a random 4-layer "
-                f"hidden-256 Llama with the SmolLM2 tokenizer, {args.max_new_tokens} new tokens a turn, every "
-                f"episode runs the full horizon).\n\n")
-        with open(REPO / "docs" / "BENCHMARKS.md", "a") as f:
-            f.write(head + text + "\n\n" + summary + "\n")
-    return 0
+    share = quad[0] * T[-1] ** 2 / W[-1]
+    resid = np.abs(W - np.polyval(lin, T)).max()
+    return (f"{label} = {lin[1]:.2f} + {lin[0]:.3f} * T s (max residual {resid:.2f} s), T^2 term "
+            f"{share:.0%} of it at T = {int(T[-1])}")
 
 
 if __name__ == "__main__":

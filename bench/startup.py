@@ -65,20 +65,20 @@ def main() -> None:
         print(f"recorded under {SECTION!r} in {path}")
 
 
-def record(text: str, block: str) -> str:
-    """*text* with *block* in place of the previous start-up table(s) of its "## Start-up" section.
+def record(text: str, block: str, section: str = SECTION, replaces: str = BLOCK) -> str:
+    """*text* with *block* in place of the previous ``### `` subsections of *section* that start with *replaces*.
 
     The section's intro and any other subsection stay; so does everything outside the section.
-    A file without the section gets it at its end.
+    A file without the section gets it at its end. (Other bench scripts record through this too.)
     """
-    heading = re.search(rf"(?m)^{SECTION}[ \t]*$", text)
+    heading = re.search(rf"(?m)^{re.escape(section)}[ \t]*$", text)
     if heading is None:
-        return text.rstrip("\n") + f"\n\n{SECTION}\n\n{block.strip()}\n"
+        return text.rstrip("\n") + f"\n\n{section}\n\n{block.strip()}\n"
     start = heading.end()
     nxt = re.search(r"(?m)^## ", text[start:])
     end = len(text) if nxt is None else start + nxt.start()
     intro, *subs = re.split(r"(?m)^(?=### )", text[start:end])
-    kept = [sub.strip("\n") for sub in subs if not sub.startswith(BLOCK)]
+    kept = [sub.strip("\n") for sub in subs if not sub.startswith(replaces)]
     section = "\n\n".join(part for part in (intro.strip("\n"), *kept, block.strip("\n")) if part)
     tail = text[end:]
     return text[:start] + "\n\n" + section + "\n" + ("\n" + tail if tail else "")

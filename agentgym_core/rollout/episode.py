@@ -63,6 +63,7 @@ class EpisodeBuilder:
         content, self._eot_sampled = self.chat.split_reply(result.token_ids)
         turn = Turn(start=start, end=len(t.token_ids), text=self.chat.decode(result.token_ids), action=None)
         turn.finish_reason = result.finish_reason
+        turn.prefill_tokens = result.prefill_tokens
         self.contents.append(content)
         t.turns.append(turn)
         return turn

@@ -33,6 +33,8 @@ class Turn:
     finish_reason: str = ""
     #: Tokens of context the model saw for this reply (smaller than ``start`` with a history window).
     prompt_tokens: int = 0
+    #: Of those, the tokens the engine ran as prompt for this reply (the rest came from its KV cache).
+    prefill_tokens: int = 0
 
 
 @dataclass
