@@ -8,7 +8,29 @@ ALGORITHM_NAMES = ("ppo", "gae", "grpo", "rloo", "reinforce_pp")
 
 
 @dataclass
-class RLConfig:
+class UpdateConfig:
+    """The settings of one policy update; the trainer passes them on to ``Updater`` unchanged."""
+
+    clip_ratio: float = 0.2
+    clip_ratio_high: Optional[float] = None
+    kl_coef: float = 0.0
+    #: ``k1`` or ``k3`` (low-variance, non-negative).
+    kl_estimator: str = "k3"
+    #: ``loss`` (added to the loss) or ``reward`` (subtracted from token rewards).
+    kl_mode: str = "loss"
+    entropy_coef: float = 0.0
+    #: ``token`` (every generated token weighs the same) or ``sequence`` (every episode).
+    loss_agg: str = "token"
+    ppo_epochs: int = 1
+    mini_batches: int = 1
+    grad_accum: int = 1
+    max_grad_norm: float = 1.0
+    vf_coef: float = 0.5
+    value_clip: float = 0.2
+
+
+@dataclass
+class RLConfig(UpdateConfig):
     #: ``ppo`` (= ``gae``: value head + GAE), ``grpo``, ``rloo`` or ``reinforce_pp``.
     algorithm: str = "grpo"
     steps: int = 100
@@ -24,26 +46,10 @@ class RLConfig:
     #: LoRA on the last N decoder layers only (0: all). Backward then stops at layer -N: cheaper.
     lora_layers: int = 0
     gradient_checkpointing: bool = False
-    clip_ratio: float = 0.2
-    clip_ratio_high: Optional[float] = None
-    kl_coef: float = 0.0
-    #: ``k1`` or ``k3`` (low-variance, non-negative).
-    kl_estimator: str = "k3"
-    #: ``loss`` (added to the loss) or ``reward`` (subtracted from token rewards).
-    kl_mode: str = "loss"
-    entropy_coef: float = 0.0
-    #: ``token`` (every generated token weighs the same) or ``sequence`` (every episode).
-    loss_agg: str = "token"
-    ppo_epochs: int = 1
-    mini_batches: int = 1
-    grad_accum: int = 1
-    max_grad_norm: float = 1.0
     gamma: float = 1.0
     lam: float = 0.95
     #: GRPO: divide by the group's std; GAE / REINFORCE++: whiten over the batch.
     norm_adv: bool = True
-    vf_coef: float = 0.5
-    value_clip: float = 0.2
     #: Checkpoint every N steps (0: only at the end); keep the newest K (0: all).
     save_every: int = 10
     keep_checkpoints: int = 2

@@ -22,9 +22,9 @@ from agentgym_core.errors import AgentGymError, ConfigError
 
 from .algorithms import ALGORITHMS, Options
 from .batch import build_batch
-from .config import RLConfig
+from .config import RLConfig, UpdateConfig
 from .policy import PolicyModule, apply_lora, frozen_copy, load_lm
-from .rundir import ResumeError, RunDir, TaskCursor, load_trainer_state, rng_state, set_rng_state, step_name
+from .rundir import ResumeError, RunDir, TaskCursor, load_trainer_state, rng_state, set_rng_state
 from .update import Updater, UpdateOptions
 
 
@@ -104,7 +104,7 @@ class RLTrainer(Trainer):
         self.policy, self.optimizer = self.acc.prepare(policy, optimizer)
         self.module: PolicyModule = self.acc.unwrap_model(self.policy)
         # The update's options are the trainer config's fields of the same names (plus runtime ones).
-        shared = {f.name: getattr(tc, f.name) for f in dataclasses.fields(UpdateOptions) if hasattr(tc, f.name)}
+        shared = {f.name: getattr(tc, f.name) for f in dataclasses.fields(UpdateConfig)}
         opts = UpdateOptions(**shared, bf16=self.bf16, device=str(self.acc.device))
         algo_opts = Options(gamma=tc.gamma, lam=tc.lam, norm_std=tc.norm_adv, whiten=tc.norm_adv)
         self.updater = Updater(self.policy, self.optimizer, self.algorithm, opts, algo_opts, self.acc, reference)
@@ -300,7 +300,6 @@ class RLTrainer(Trainer):
 
 def _metrics(step: int, horizon: int, trajs: list, train: dict, stats: dict, t0: float, t1: float, t2: float,
              world: int) -> dict[str, float]:
-    n = max(1, len(trajs))
     ok = [t for t in trajs if not t.failed]
     turns = [t.num_turns for t in ok] or [0]
     tokens = sum(len(t.token_ids) for t in trajs)

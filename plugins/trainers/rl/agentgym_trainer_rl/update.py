@@ -13,26 +13,15 @@ from typing import Any, Optional
 import torch
 
 from .algorithms import Algorithm, Options
+from .config import UpdateConfig
 from .batch import Batch
 from .losses import aggregate, clipped_policy_loss, kl_estimate, normaliser, value_loss
 
 
 @dataclass
-class UpdateOptions:
-    clip_ratio: float = 0.2
-    clip_ratio_high: Optional[float] = None
-    kl_coef: float = 0.0
-    kl_estimator: str = "k3"
-    #: ``loss`` (beta * KL added to the loss) or ``reward`` (-beta * KL added to token rewards).
-    kl_mode: str = "loss"
-    entropy_coef: float = 0.0
-    loss_agg: str = "token"
-    ppo_epochs: int = 1
-    mini_batches: int = 1
-    grad_accum: int = 1
-    max_grad_norm: float = 1.0
-    vf_coef: float = 0.5
-    value_clip: float = 0.2
+class UpdateOptions(UpdateConfig):
+    """:class:`UpdateConfig` plus what the trainer decides at run time."""
+
     bf16: bool = False
     device: str = "cpu"
 
