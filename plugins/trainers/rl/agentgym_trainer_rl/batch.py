@@ -31,9 +31,16 @@ class Batch:
         return int(self.input_ids.shape[0])
 
     def select(self, rows: torch.Tensor | Sequence[int]) -> "Batch":
-        """The sub-batch of *rows*, trimmed to its longest sequence."""
+        """The sub-batch of *rows*, cut after its last trained token.
+
+        Every output of the update (log-probs, entropy, KL, values) sits on a trained token, and
+        a causal model's outputs there do not depend on later tokens, so the tokens after a row's
+        last generated one (an episode's final observation; all of a failed episode) need not run.
+        """
         rows = torch.as_tensor(rows, dtype=torch.long)
-        length = int(self.attention_mask[rows].sum(dim=1).max().item()) if len(rows) else 1
+        trained = self.loss_mask[rows] > 0
+        positions = torch.arange(1, trained.shape[1] + 1)
+        length = max(1, int((trained * positions).max().item())) if len(rows) else 1
         out = {}
         for f in fields(self):
             value = getattr(self, f.name)
@@ -44,6 +51,39 @@ class Batch:
             else:
                 out[f.name] = value[rows, :length]
         return Batch(**out)
+
+    def prefix_segments(self, min_prefix: int = 16) -> list[tuple[torch.Tensor, int]]:
+        """Split the rows into segments that can share a forward pass over a common prefix.
+
+        Rows of one group (a GRPO group: the same task, so the same prompt) usually start with
+        the same tokens. Each such group becomes ``(rows, p)``: its rows agree on tokens
+        ``[0, p)``, and ``p`` stops before the last token ahead of the first generated one, so
+        every trained position's hidden state is computed after the prefix. Rows with nothing to
+        share (a group of one, or a common prefix shorter than *min_prefix*) are gathered into one
+        segment with ``p = 0``. The segments cover every row exactly once.
+        """
+        n, width = self.input_ids.shape
+        lengths = self.attention_mask.sum(dim=1)
+        trained = self.loss_mask > 0
+        # A row without a trained token (a failed episode) does not limit the prefix.
+        first = torch.where(trained.any(dim=1), trained.float().argmax(dim=1), lengths)
+        shared: list[tuple[torch.Tensor, int]] = []
+        alone: list[torch.Tensor] = []
+        for group in torch.unique(self.group_ids):
+            rows = torch.nonzero(self.group_ids == group).flatten()
+            p = 0
+            if len(rows) > 1:
+                ids = self.input_ids[rows]
+                differ = (ids != ids[:1]).any(dim=0)
+                common = int(differ.float().argmax()) if bool(differ.any()) else width
+                p = min(common, int(first[rows].min()) - 1, int(lengths[rows].min()) - 1)
+            if p >= max(1, min_prefix):
+                shared.append((rows, p))
+            else:
+                alone.append(rows)
+        if alone:
+            shared.append((torch.cat(alone), 0))
+        return shared
 
 
 def build_batch(trajectories: Sequence[Any], pad_id: int = 0) -> Batch:

@@ -27,6 +27,9 @@ class UpdateConfig:
     max_grad_norm: float = 1.0
     vf_coef: float = 0.5
     value_clip: float = 0.2
+    #: Run a group's common prompt once per micro-batch and its episodes against that KV cache
+    #: (same gradients; a GRPO group of G shares its prompt). Off under gradient checkpointing.
+    share_prefix: bool = True
 
 
 @dataclass

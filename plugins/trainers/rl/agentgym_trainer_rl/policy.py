@@ -7,7 +7,8 @@ every prompt and observation token. Wrapping this module in DDP synchronises its
 from __future__ import annotations
 
 import contextlib
-from typing import Any, Iterator
+import inspect
+from typing import Any, Iterator, Optional, Sequence
 
 import torch
 from torch import nn
@@ -45,10 +46,11 @@ class PolicyModule(nn.Module):
         attention_mask: torch.Tensor,
         loss_mask: torch.Tensor,
         with_entropy: bool = True,
+        segments: Optional[Sequence[tuple[torch.Tensor, int]]] = None,
     ) -> dict[str, Any]:
+        """Per-token outputs; *segments* (from ``Batch.prefix_segments``) share prefix passes."""
         base = self.base_model
-        decoder = base.get_decoder()
-        hidden = decoder(input_ids=input_ids, attention_mask=attention_mask, use_cache=False).last_hidden_state
+        hidden = self._hidden(base.get_decoder(), input_ids, attention_mask, segments)
         sel = loss_mask[:, 1:] > 0  # token t (t >= 1) is predicted from position t - 1
         h = hidden[:, :-1][sel]
         targets = input_ids[:, 1:][sel]
@@ -63,6 +65,49 @@ class PolicyModule(nn.Module):
             v = self.value_head(h.float()).squeeze(-1)
             out["values"] = _scatter(v, sel, input_ids.shape)
         return out
+
+
+    def _hidden(self, decoder: nn.Module, input_ids: torch.Tensor, attention_mask: torch.Tensor,
+                segments: Optional[Sequence[tuple[torch.Tensor, int]]]) -> torch.Tensor:
+        """Last hidden states ``[B, L, H]``; positions inside a shared prefix are left at zero
+        (no trained position reads them: they reach the rest only through the KV cache)."""
+        if not segments or all(p == 0 for _, p in segments) or _checkpointing(decoder):
+            return decoder(input_ids=input_ids, attention_mask=attention_mask, use_cache=False).last_hidden_state
+        parts, order = [], []
+        for rows, p in segments:
+            ids, mask = input_ids[rows], attention_mask[rows]
+            if p == 0:
+                parts.append(decoder(input_ids=ids, attention_mask=mask, use_cache=False).last_hidden_state)
+            else:
+                parts.append(_shared_prefix_hidden(decoder, ids, mask, p))
+            order.append(rows.to(input_ids.device))
+        hidden = torch.cat(parts)
+        inverse = torch.empty(len(input_ids), dtype=torch.long, device=input_ids.device)
+        rows = torch.cat(order)
+        inverse[rows] = torch.arange(len(rows), device=input_ids.device)
+        return hidden[inverse]
+
+
+def _checkpointing(decoder: nn.Module) -> bool:
+    """Gradient checkpointing drops the KV cache in training, so a shared prefix cannot be used."""
+    return decoder.training and torch.is_grad_enabled() and any(
+        getattr(m, "gradient_checkpointing", False) for m in decoder.modules())
+
+
+def _shared_prefix_hidden(decoder: nn.Module, ids: torch.Tensor, mask: torch.Tensor, p: int) -> torch.Tensor:
+    """Rows that agree on tokens ``[0, p)``: run that prefix once (batch 1), repeat its KV cache
+    for every row, then run each row's remaining tokens against it. Gradients flow into the
+    prefix through the cache, so the result equals the full pass (to float rounding)."""
+    n, width = ids.shape
+    name = "cache" if "cache" in inspect.signature(type(decoder).forward).parameters else "past_key_values"
+    head = decoder(input_ids=ids[:1, :p], use_cache=True)
+    cache = getattr(head, "cache", None)
+    cache = head.past_key_values if cache is None else cache
+    cache.batch_repeat_interleave(n)
+    positions = torch.arange(p, width, device=ids.device).expand(n, -1)
+    tail = decoder(input_ids=ids[:, p:], attention_mask=mask, position_ids=positions, use_cache=True,
+                   **{name: cache}).last_hidden_state
+    return torch.cat([tail.new_zeros(n, p, tail.shape[-1]), tail], dim=1)
 
 
 def _scatter(values: torch.Tensor, sel: torch.Tensor, shape: torch.Size) -> torch.Tensor:

@@ -106,6 +106,7 @@ class RLTrainer(Trainer):
         # The update's options are the trainer config's fields of the same names (plus runtime ones).
         shared = {f.name: getattr(tc, f.name) for f in dataclasses.fields(UpdateConfig)}
         opts = UpdateOptions(**shared, bf16=self.bf16, device=str(self.acc.device))
+        opts.share_prefix = tc.share_prefix and not tc.gradient_checkpointing  # checkpointing drops the cache
         algo_opts = Options(gamma=tc.gamma, lam=tc.lam, norm_std=tc.norm_adv, whiten=tc.norm_adv)
         self.updater = Updater(self.policy, self.optimizer, self.algorithm, opts, algo_opts, self.acc, reference)
 
@@ -321,6 +322,7 @@ def _metrics(step: int, horizon: int, trajs: list, train: dict, stats: dict, t0:
         "grad_norm": train.get("grad_norm", nan),
         **({"value_loss": train["value_loss"]} if "value_loss" in train else {}),
         "nonfinite_skipped": train.get("nonfinite_skipped", 0.0),
+        "shared_prefix_frac": train.get("shared_prefix_frac", 0.0),
         "tokens_per_s": tokens / max(t2 - t0, 1e-9),
         "gen_tokens_per_s": generated / max(t1 - t0, 1e-9),
         "train_tokens_per_s": tokens / max(t2 - t1, 1e-9),

@@ -24,6 +24,8 @@ class UpdateOptions(UpdateConfig):
 
     bf16: bool = False
     device: str = "cpu"
+    #: Shorter common prefixes are not worth a separate pass.
+    min_shared_prefix: int = 16
 
 
 def _unwrap(module: torch.nn.Module) -> torch.nn.Module:
@@ -79,6 +81,18 @@ class Updater:
     def _to(self, t: torch.Tensor) -> torch.Tensor:
         return t.to(self.opts.device)
 
+    def _segments(self, mb: Batch) -> Optional[list[tuple[torch.Tensor, int]]]:
+        return mb.prefix_segments(self.opts.min_shared_prefix) if self.opts.share_prefix else None
+
+    def _order(self, batch: Batch) -> torch.Tensor:
+        """A random row order; with prefix sharing, a group's rows stay together (groups shuffled)."""
+        rows = torch.randperm(len(batch))
+        if not self.opts.share_prefix:
+            return rows
+        _, group = torch.unique(batch.group_ids, return_inverse=True)
+        rank = torch.randperm(int(group.max()) + 1)[group]
+        return rows[torch.argsort(rank[rows], stable=True)]
+
     # -- the step --------------------------------------------------------------------------
     @property
     def single_pass(self) -> bool:
@@ -103,18 +117,19 @@ class Updater:
             mb = batch.select(micro)
             args = (self._to(mb.input_ids), self._to(mb.attention_mask), self._to(mb.loss_mask))
             length = mb.input_ids.shape[1]
+            segments = self._segments(mb)
             with self._autocast():
                 if need_old or need_values:
-                    out = module(*args, with_entropy=False)
+                    out = module(*args, with_entropy=False, segments=segments)
                     old[micro, :length] = out["logprobs"].float().cpu()
                     if need_values:
                         values[micro, :length] = out["values"].float().cpu()
                 if need_ref:
                     if self.reference is not None:
-                        r = self.reference(*args, with_entropy=False)
+                        r = self.reference(*args, with_entropy=False, segments=segments)
                     else:
                         with module.reference():
-                            r = module(*args, with_entropy=False)
+                            r = module(*args, with_entropy=False, segments=segments)
                     ref[micro, :length] = r["logprobs"].float().cpu()
         module.train()
         batch.old_logprobs = old if need_old else None
@@ -136,18 +151,22 @@ class Updater:
 
     def update(self, batch: Batch) -> dict[str, float]:
         o = self.opts
+        # Each metric is a weighted mean over the step (tokens, or sequences for a sequence-level
+        # pg_loss; mini-batches for loss and grad_norm), so it does not depend on how the rows
+        # were split into micro-batches.
         sums: dict[str, float] = {}
-        counts: dict[str, int] = {}
+        counts: dict[str, float] = {}
 
-        def add(name: str, value: float) -> None:
-            sums[name] = sums.get(name, 0.0) + value
-            counts[name] = counts.get(name, 0) + 1
+        def add(name: str, total: float, weight: float = 1.0) -> None:
+            sums[name] = sums.get(name, 0.0) + total
+            counts[name] = counts.get(name, 0.0) + weight
 
-        skipped = updates = 0
+        skipped = updates = shared = 0
+        run = 0.0  # tokens the update's forward passes actually ran (no padding, no shared repeats)
         clip_high = o.clip_ratio_high if o.clip_ratio_high is not None else o.clip_ratio
         params = [p for p in self.policy.parameters() if p.requires_grad]
         for _ in range(o.ppo_epochs):
-            order = torch.randperm(len(batch))
+            order = self._order(batch)
             for mini in self._chunks(order, o.mini_batches):
                 norm = normaliser(batch.loss_mask[mini], o.loss_agg)
                 micros = self._chunks(mini, o.grad_accum)
@@ -160,29 +179,33 @@ class Updater:
                     def sync() -> Any:  # DDP: all-reduce gradients only on the last micro-batch
                         return self.accelerator.no_sync(self.policy) if defer else contextlib.nullcontext()
 
+                    segments = self._segments(mb)
+                    saved = sum((len(rows) - 1) * p for rows, p in segments) if segments is not None else 0
+                    shared += saved
+                    run += float(mb.attention_mask.sum()) - saved
                     with sync(), self._autocast():
                         out = self.policy(self._to(mb.input_ids), self._to(mb.attention_mask), mask,
-                                          with_entropy=True)
+                                          with_entropy=True, segments=segments)
                     lp = out["logprobs"].float()
                     old = self._to(mb.old_logprobs) if mb.old_logprobs is not None else lp.detach()
                     pg, clipped = clipped_policy_loss(lp, old, self._to(mb.advantages), o.clip_ratio, clip_high)
                     loss = aggregate(pg, mask, o.loss_agg, norm)
-                    ntok = float(mask.sum().clamp(min=1))
-                    add("pg_loss", float(aggregate(pg.detach(), mask, o.loss_agg, normaliser(mask, o.loss_agg))))
-                    add("clipfrac", float((clipped * mask).sum() / ntok))
+                    ntok = float(mask.sum())
+                    add("pg_loss", float(aggregate(pg.detach(), mask, o.loss_agg, 1.0)), normaliser(mask, o.loss_agg))
+                    add("clipfrac", float((clipped * mask).sum()), ntok)
                     ent = out["entropy"].float()
-                    add("entropy", float((ent.detach() * mask).sum() / ntok))
+                    add("entropy", float((ent.detach() * mask).sum()), ntok)
                     if o.entropy_coef:
                         loss = loss - o.entropy_coef * aggregate(ent, mask, o.loss_agg, norm)
                     if mb.ref_logprobs is not None:
                         kl = kl_estimate(lp, self._to(mb.ref_logprobs), o.kl_estimator)
-                        add("kl", float((kl.detach() * mask).sum() / ntok))
+                        add("kl", float((kl.detach() * mask).sum()), ntok)
                         if o.kl_mode == "loss":
                             loss = loss + o.kl_coef * aggregate(kl, mask, o.loss_agg, norm)
                     if "values" in out and mb.returns is not None:
                         vl = value_loss(out["values"].float(), self._to(mb.values), self._to(mb.returns), o.value_clip)
                         loss = loss + o.vf_coef * aggregate(vl, mask, o.loss_agg, norm)
-                        add("value_loss", float((vl.detach() * mask).sum() / ntok))
+                        add("value_loss", float((vl.detach() * mask).sum()), ntok)
                     with sync():
                         if self.accelerator is not None:
                             self.accelerator.backward(loss)
@@ -202,8 +225,12 @@ class Updater:
                 else:
                     skipped += 1
                 self.optimizer.zero_grad(set_to_none=True)
-        metrics = {k: sums[k] / counts[k] for k in sums}
+        metrics = {k: sums[k] / max(counts[k], 1e-9) for k in sums}
         metrics["updates"] = float(updates)
         metrics["nonfinite_skipped"] = float(skipped)
+        # Share of the batch's tokens not run again because a group's prefix was run once.
+        total = float(batch.attention_mask.sum()) * o.ppo_epochs
+        metrics["shared_prefix_frac"] = shared / total if total else 0.0
+        metrics["run_tokens"] = run
         metrics.setdefault("loss", float("nan"))
         return metrics
