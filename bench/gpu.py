@@ -6,8 +6,9 @@
 No weights travel: the model is randomly initialised from a config over the bundled SmolLM2
 tokenizer. Rollout drives ``agentgym_core.rollout.runner.rollout`` with an in-process echo env
 (so env time is ~0 and the engine is measured); training runs the ``rl`` trainer's
-``Updater`` (GRPO, bf16 autocast, AdamW) on those trajectories. MFU counts 6*params*tokens
-FLOPs against ``--peak-tflops`` (790 bf16 TFLOP/s measured on an H200). Prints a table and
+``Updater`` (GRPO, bf16 autocast, AdamW) on those trajectories. tokens/s counts the batch's
+tokens; MFU counts 6*params*tokens FLOPs for the tokens the update actually ran (a group's
+shared prefix once, nothing after a row's last generated token) against ``--peak-tflops`` (790 bf16 TFLOP/s measured on an H200). Prints a table and
 writes ``$OUT/gpu_bench.json`` when ``OUT`` is set.
 """
 from __future__ import annotations
@@ -150,9 +151,12 @@ def bench_train(model, tok, device: str, trajs: list, steps: int, grad_accum: in
         torch.cuda.synchronize()
     wall = time.perf_counter() - start
     rate = tokens * steps / wall
-    mfu = 6 * params * rate / (peak_tflops * 1e12) if device.startswith("cuda") else None
+    # MFU counts the tokens the forward passes ran (a shared prefix once, no tokens past the
+    # last generated one), not the batch's tokens, so skipped work does not inflate it.
+    run = metrics.get("run_tokens", tokens)
+    mfu = 6 * params * run / (wall / steps) / (peak_tflops * 1e12) if device.startswith("cuda") else None
     return {"phase": f"train rl Updater (grpo, {'bf16' if bf16 else 'fp32'}), {len(trajs)} episodes",
-            "seconds": wall, "tokens": tokens * steps, "tokens_per_s": rate, "mfu": mfu,
+            "seconds": wall, "tokens": tokens * steps, "tokens_per_s": rate, "mfu": mfu, "run_tokens": run * steps,
             "updates": metrics.get("updates"), "peak_gib": _peak_gib(device)}
 
 

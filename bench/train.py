@@ -3,7 +3,8 @@
     python bench/train.py --model tiny --model 135m --episodes 8 --prompt 128 --completion 32
 
 Ours: ``Updater.step`` (score -> GRPO advantages -> clipped update) on a batch of *episodes*
-sequences of prompt + completion tokens. TRL: ``GRPOTrainer`` steps with the same model,
+sequences of prompt + completion tokens, the members of a group sharing their prompt (as in
+GRPO), twice: with the default prefix sharing (a group's prompt runs once) and without it. TRL: ``GRPOTrainer`` steps with the same model,
 batch, prompt and completion lengths (completions forced to full length); the time TRL spends
 generating is measured by wrapping its generation method and subtracted, so both columns
 are training tokens (prompt + completion) per second of optimisation. Full fine-tuning, fp32,
@@ -27,7 +28,8 @@ def load(name: str):
     return load_model("smollm2-135m-instruct", dtype="fp32")
 
 
-def ours(name: str, episodes: int, group: int, prompt: int, completion: int, steps: int) -> float:
+def ours(name: str, episodes: int, group: int, prompt: int, completion: int, steps: int, share: bool,
+         lora_layers: int = 0) -> float:
     from agentgym_core.rollout.trajectory import Trajectory, Turn
     from agentgym_trainer_rl.algorithms import ALGORITHMS, Options
     from agentgym_trainer_rl.batch import build_batch
@@ -35,16 +37,23 @@ def ours(name: str, episodes: int, group: int, prompt: int, completion: int, ste
     from agentgym_trainer_rl.update import Updater, UpdateOptions
 
     lm, _ = load(name)
+    if lora_layers:  # the quickstart's adapters: every projection of the last N layers
+        from agentgym_trainer_rl.policy import apply_lora
+
+        targets = ["q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"]
+        lm = apply_lora(lm, 16, 32, 0.0, targets, lora_layers)
     lm.train()
     policy = PolicyModule(lm)
-    opt = torch.optim.AdamW(policy.parameters(), lr=1e-6)
-    up = Updater(policy, opt, ALGORITHMS["grpo"], UpdateOptions(), Options())
+    opt = torch.optim.AdamW([p for p in policy.parameters() if p.requires_grad], lr=1e-6)
+    up = Updater(policy, opt, ALGORITHMS["grpo"], UpdateOptions(share_prefix=share), Options())
     vocab = lm.config.vocab_size
     times = []
     for s in range(steps + 1):
         trajs = []
         for i in range(episodes):
-            ids = torch.randint(0, vocab, (prompt + completion,)).tolist()
+            if i % group == 0:
+                head = torch.randint(0, vocab, (prompt,)).tolist()
+            ids = head + torch.randint(0, vocab, (completion,)).tolist()
             trajs.append(Trajectory(
                 episode_id=str(i), env_name="bench", task_id=i // group, group_id=i // group, token_ids=ids,
                 loss_mask=[0] * prompt + [1] * completion, logprobs=[0.0] * len(ids), prompt_len=prompt,
@@ -116,19 +125,25 @@ def main() -> None:
     p.add_argument("--steps", type=int, default=2)
     p.add_argument("--threads", type=int, default=2)
     p.add_argument("--skip-trl", action="store_true")
+    p.add_argument("--lora-layers", type=int, default=0,
+                   help="ours only: LoRA (r 16) on the last N layers instead of full fine-tuning; implies --skip-trl")
     a = p.parse_args()
     torch.set_num_threads(a.threads)
     print(f"# {platform.processor() or platform.machine()}, {torch.get_num_threads()} threads, torch {torch.__version__}; "
-          f"{a.episodes} episodes x ({a.prompt} prompt + {a.completion} completion) tokens, {a.steps} timed steps")
-    print("| model | ours tokens/s | TRL GRPOTrainer tokens/s | ratio | TRL generation s/step (excluded) |")
-    print("|---|---|---|---|---|")
+          f"{a.episodes} episodes (groups of {a.group}) x ({a.prompt} prompt + {a.completion} completion) tokens, "
+          f"{a.steps} timed steps, {f'LoRA on {a.lora_layers} layers' if a.lora_layers else 'full fine-tuning'}")
+    print("| model | ours tokens/s | ours, no prefix sharing | TRL GRPOTrainer tokens/s | ratio | ratio, no sharing "
+          "| TRL generation s/step (excluded) |")
+    print("|---|---|---|---|---|---|---|")
     for name in a.model or ["tiny", "135m"]:
-        o = ours(name, a.episodes, a.group, a.prompt, a.completion, a.steps)
-        t = "skipped" if a.skip_trl else trl(name, a.episodes, a.group, a.prompt, a.completion, a.steps)
+        shape = (name, a.episodes, a.group, a.prompt, a.completion, a.steps)
+        o, plain = (ours(*shape, share=s, lora_layers=a.lora_layers) for s in (True, False))
+        t = "skipped" if a.skip_trl or a.lora_layers else trl(*shape)
         if isinstance(t, tuple):
-            print(f"| {name} | {o:.0f} | {t[0]:.0f} | {o / t[0]:.2f}x | {t[1]:.1f} |", flush=True)
+            print(f"| {name} | {o:.0f} | {plain:.0f} | {t[0]:.0f} | {o / t[0]:.2f}x | {plain / t[0]:.2f}x | {t[1]:.1f} |",
+                  flush=True)
         else:
-            print(f"| {name} | {o:.0f} | {t} | - | - |", flush=True)
+            print(f"| {name} | {o:.0f} | {plain:.0f} | {t} | - | - | - |", flush=True)
 
 
 if __name__ == "__main__":
