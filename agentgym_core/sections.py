@@ -78,6 +78,10 @@ class RolloutSection:
     max_episode_tokens: int = 2048
     #: Write every step's trajectories as JSONL into the run directory.
     dump_trajectories: bool = True
+    #: Send the engine a batch only when every episode in flight has asked for its next reply
+    #: (sorted by episode): batches stop depending on env timing, so a seeded run samples the
+    #: same tokens every time. Costs the overlap of env steps with generation.
+    lockstep: bool = False
 
     def __post_init__(self) -> None:
         for key in ("tasks_per_step", "group_size", "concurrency", "max_new_tokens", "max_episode_tokens"):

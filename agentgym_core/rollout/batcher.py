@@ -3,22 +3,32 @@
 ``engine.generate`` runs in a worker thread, so while one batch generates, episodes waiting
 on their env keep stepping and queue the next requests; as soon as the engine is free, all
 queued requests go out together.
+
+Lockstep mode (``rollout.lockstep``) waits instead until every episode in flight has queued
+its request and sends them sorted by episode: which requests share a batch then no longer
+depends on how fast each env step returned, so a seeded rollout samples the same tokens on
+every run (a batch's shape changes logits in the last bits, enough to flip a sample now and
+then). It costs the overlap of env steps with generation.
 """
 from __future__ import annotations
 
 import asyncio
 import time
 from concurrent.futures import ThreadPoolExecutor
-from typing import Any
+from typing import Any, Callable
 
 from ..engine import GenerationRequest, GenerationResult
 
 
 class Batcher:
-    def __init__(self, engine: Any, max_batch_size: int | None = None) -> None:
+    def __init__(self, engine: Any, max_batch_size: int | None = None, *,
+                 lockstep: Callable[[], int] | None = None) -> None:
+        """*lockstep*: returns how many episodes are in flight; a batch goes out once that many
+        requests are queued (call :meth:`poke` when the number drops)."""
         self.engine = engine
         self.max_batch_size = max_batch_size or getattr(engine, "max_batch_size", 64) or 64
-        self._pending: list[tuple[GenerationRequest, asyncio.Future]] = []
+        self._lockstep = lockstep
+        self._pending: list[tuple[int, GenerationRequest, asyncio.Future]] = []
         self._wakeup = asyncio.Event()
         self._task: asyncio.Task | None = None
         self._error: BaseException | None = None
@@ -29,20 +39,33 @@ class Batcher:
         # Its own thread: generation never queues behind env calls in the default executor.
         self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="agentgym-engine")
 
-    async def generate(self, request: GenerationRequest) -> GenerationResult:
+    async def generate(self, request: GenerationRequest, order: int = 0) -> GenerationResult:
+        """Queue *request*; *order* (the episode's index) sorts a lockstep batch."""
         if self._error is not None:
             raise self._error
         if self._task is None:
             self._task = asyncio.get_running_loop().create_task(self._run())
         future: asyncio.Future = asyncio.get_running_loop().create_future()
-        self._pending.append((request, future))
+        self._pending.append((order, request, future))
         self._wakeup.set()
         return await future
 
+    def poke(self) -> None:
+        """An episode ended: in lockstep, the requests already queued may now be all there are."""
+        self._wakeup.set()
+
     async def _run(self) -> None:
-        loop = asyncio.get_running_loop()
         while True:
             await self._wakeup.wait()
+            if self._lockstep is not None:
+                self._wakeup.clear()
+                if not self._pending or len(self._pending) < self._lockstep():
+                    continue
+                ready, self._pending = sorted(self._pending, key=lambda p: p[0]), []
+                for i in range(0, len(ready), self.max_batch_size):
+                    if not await self._send(ready[i : i + self.max_batch_size], ready[i + self.max_batch_size :]):
+                        return
+                continue
             # Let episodes that are about to submit (same loop iteration) join this batch.
             for _ in range(3):
                 await asyncio.sleep(0)
@@ -50,26 +73,31 @@ class Batcher:
             batch, self._pending = self._pending[: self.max_batch_size], self._pending[self.max_batch_size :]
             if self._pending:
                 self._wakeup.set()
-            if not batch:
-                continue
-            self.batch_sizes.append(len(batch))
-            start = loop.time()
-            try:
-                results = await loop.run_in_executor(self._executor, self._generate, [r for r, _ in batch])
-                if len(results) != len(batch):
-                    raise RuntimeError(f"engine returned {len(results)} results for {len(batch)} requests")
-            except BaseException as exc:  # noqa: BLE001 - handed to every waiting episode
-                self._error = exc
-                for _, fut in batch + self._pending:
-                    if not fut.done():
-                        fut.set_exception(exc)
-                self._pending = []
+            if batch and not await self._send(batch):
                 return
-            finally:
-                self.busy_seconds += loop.time() - start
-            for (_, fut), res in zip(batch, results):
+
+    async def _send(self, batch: list, waiting: list = ()) -> bool:
+        """Generate *batch* and resolve its futures; on an engine error fail every waiting episode."""
+        loop = asyncio.get_running_loop()
+        self.batch_sizes.append(len(batch))
+        start = loop.time()
+        try:
+            results = await loop.run_in_executor(self._executor, self._generate, [r for _, r, _ in batch])
+            if len(results) != len(batch):
+                raise RuntimeError(f"engine returned {len(results)} results for {len(batch)} requests")
+        except BaseException as exc:  # noqa: BLE001 - handed to every waiting episode
+            self._error = exc
+            for _, _, fut in [*batch, *waiting, *self._pending]:
                 if not fut.done():
-                    fut.set_result(res)
+                    fut.set_exception(exc)
+            self._pending = []
+            return False
+        finally:
+            self.busy_seconds += loop.time() - start
+        for (_, _, fut), res in zip(batch, results):
+            if not fut.done():
+                fut.set_result(res)
+        return True
 
     def _generate(self, requests: list[GenerationRequest]) -> list[GenerationResult]:
         start = time.thread_time()

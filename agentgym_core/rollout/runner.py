@@ -70,8 +70,11 @@ async def rollout(
     reserve = len(chat.encode(chat.eot_text)) if chat.eot_text else 0  # an end-of-turn we may have to append
     context = int(max_context) if max_context else None
     name = env_name or getattr(pool, "name", "env")
-    batcher = Batcher(engine)
-    limit = asyncio.Semaphore(int(cfg.get("concurrency", 16)))
+    concurrency = int(cfg.get("concurrency", 16))
+    unfinished = [len(tasks)]  # episodes not over yet; in lockstep, min(this, concurrency) are in flight
+    lockstep = (lambda: min(unfinished[0], concurrency)) if cfg.get("lockstep", False) else None
+    batcher = Batcher(engine, lockstep=lockstep)
+    limit = asyncio.Semaphore(concurrency)
     loop = asyncio.get_running_loop()
     started = loop.time()
     cpu_started = time.process_time()
@@ -87,6 +90,8 @@ async def rollout(
                 await _play(traj, index)
             finally:
                 engine.release(traj.episode_id)
+                unfinished[0] -= 1
+                batcher.poke()
             return traj
 
     async def _play(traj: Trajectory, index: int) -> None:
@@ -115,7 +120,7 @@ async def rollout(
                 sp = SamplingParams(**{**params, "max_new_tokens": min(params["max_new_tokens"], room)},
                                     seed=_derive(seed, step, index, turn_no))
                 prompt = ep.model_prompt()
-                result = await batcher.generate(GenerationRequest(prompt, sp, cache_key=traj.episode_id))
+                result = await batcher.generate(GenerationRequest(prompt, sp, cache_key=traj.episode_id), order=index)
                 turn = ep.add_reply(result)
                 turn.prompt_tokens = len(prompt)
                 action, error = parse_action(ep.contents[-1], fmt)
