@@ -25,13 +25,16 @@ def tiny_lm(seed: int = 0):
     return transformers.LlamaForCausalLM(cfg)
 
 
-def episodes(groups: int = 2, size: int = 3, prompt: int = 24, seed: int = 1) -> list[Trajectory]:
-    """Each group: one prompt; each member: 1-2 turns of different lengths; one failed member."""
+def episodes(groups: int = 2, size: int = 3, prompt: int = 24, seed: int = 1, system: int = 0,
+             loner: bool = False) -> list[Trajectory]:
+    """Each group: one prompt (after *system* tokens every episode shares); each member: 1-2
+    turns of different lengths; one failed member; with *loner*, a last group of one."""
     g = torch.Generator().manual_seed(seed)
+    shared = torch.randint(1, VOCAB, (system,), generator=g).tolist()
     out = []
-    for group in range(groups):
-        head = torch.randint(1, VOCAB, (prompt,), generator=g).tolist()
-        for k in range(size):
+    for group in range(groups + int(loner)):
+        head = shared + torch.randint(1, VOCAB, (prompt - system,), generator=g).tolist()
+        for k in range(size if group < groups else 1):
             ids, mask, turns = list(head), [0] * prompt, []
             for _ in range(1 + (k % 2)):
                 reply = torch.randint(1, VOCAB, (3 + k,), generator=g).tolist()
@@ -66,14 +69,17 @@ def build(lora: bool, algorithm: str, share: bool, **opts):
     return policy, updater
 
 
-@pytest.mark.parametrize("lora,algorithm", [(True, "grpo"), (False, "ppo")])
-def test_shared_prefix_update_equals_the_plain_update(lora, algorithm):
+@pytest.mark.parametrize("lora,algorithm,system", [(True, "grpo", 0), (False, "ppo", 0), (True, "grpo", 12),
+                                                   (False, "ppo", 12)])
+def test_shared_prefix_update_equals_the_plain_update(lora, algorithm, system):
+    """*system* > 0: every episode starts with the same 12 tokens (a system prompt), shared by
+    the whole micro-batch on top of each group's prompt, plus a group of one that shares only those."""
     torch.set_num_threads(1)
-    opts = dict(kl_coef=0.1, ppo_epochs=2, mini_batches=1, grad_accum=2, entropy_coef=0.01)
+    opts = dict(kl_coef=0.1, ppo_epochs=2, mini_batches=1, grad_accum=1 if system else 2, entropy_coef=0.01)
     results = []
     for share in (False, True):
         policy, updater = build(lora, algorithm, share, **opts)
-        batch = build_batch(episodes())
+        batch = build_batch(episodes(system=system, loner=bool(system)))
         torch.manual_seed(7)
         metrics = updater.step(batch)
         weights = {n: p.detach().clone() for n, p in policy.named_parameters() if p.requires_grad}
@@ -81,8 +87,11 @@ def test_shared_prefix_update_equals_the_plain_update(lora, algorithm):
     (plain, m0, w0), (shared, m1, w1) = results
     assert m0["shared_prefix_frac"] == 0.0
     # 2 groups; group 0 shares its 23-token prefix over 3 rows, group 1 too (the failed row
-    # does not limit it): 2 * 2 * 23 tokens per epoch are not run again.
-    assert m1["shared_prefix_frac"] == pytest.approx(2 * 2 * 23 / float(plain.attention_mask.sum()))
+    # does not limit it): 2 * 2 * 23 tokens per epoch are not run again. With the system prefix
+    # (the whole batch in one micro-batch), its 12 tokens run once for all 7 rows: each group's
+    # prefix pass starts after them (2 * 12 fewer) and the group of one runs only its own tokens.
+    saved = 2 * 2 * 23 + (2 * 12 if system else 0)
+    assert m1["shared_prefix_frac"] == pytest.approx(saved / float(plain.attention_mask.sum()))
     for name in ("old_logprobs", "ref_logprobs", "advantages") + (("values",) if algorithm == "ppo" else ()):
         a, b = getattr(plain, name), getattr(shared, name)
         assert torch.allclose(a, b, atol=2e-5), f"{name}: max diff {(a - b).abs().max():.2e}"
@@ -93,12 +102,14 @@ def test_shared_prefix_update_equals_the_plain_update(lora, algorithm):
         assert torch.allclose(w0[name], w1[name], atol=1e-5), f"{name}: max diff {(w0[name] - w1[name]).abs().max():.2e}"
 
 
-def test_prefix_segments_stop_before_the_first_generated_token():
+def test_prefix_plans_stop_before_the_first_generated_token():
     batch = build_batch(episodes(groups=3, size=2, prompt=20))
     # Make group 2's rows differ at position 9, and put group 1 alone (a group of one).
     batch.input_ids[5, 9] = (batch.input_ids[4, 9] + 1) % VOCAB
     batch.group_ids[3] = 7
-    segs = {tuple(rows.tolist()): p for rows, p in batch.prefix_segments(min_prefix=4)}
+    plan = batch.prefix_plan(min_prefix=4)
+    assert plan.base == 0  # the groups' prompts are unrelated
+    segs = {tuple(rows.tolist()): p for rows, p in plan.segments}
     # group 0: the 20-token prompt is shared; position 19 predicts the first reply token, so p = 19.
     assert segs[(0, 1)] == 19
     assert segs[(4, 5)] == 9
@@ -106,8 +117,13 @@ def test_prefix_segments_stop_before_the_first_generated_token():
     assert segs[(2, 3)] == 0
     assert sorted(r for rows in segs for r in rows) == list(range(6))
     # A longer minimum turns group 2 (9 common tokens) into unshared rows too.
-    segs = {tuple(sorted(rows.tolist())): p for rows, p in batch.prefix_segments(min_prefix=10)}
+    segs = {tuple(sorted(rows.tolist())): p for rows, p in batch.prefix_plan(min_prefix=10).segments}
     assert segs == {(0, 1): 19, (2, 3, 4, 5): 0}
+    # Every episode starting with the same 12 tokens: the plan runs them once for all rows.
+    plan = build_batch(episodes(groups=2, size=2, prompt=20, system=12, loner=True)).prefix_plan(min_prefix=4)
+    assert plan.base == 12
+    assert {tuple(rows.tolist()): p for rows, p in plan.segments} == {(0, 1): 19, (2, 3): 19, (4,): 12}
+    assert plan.saved_tokens == (2 * 19 + 2 * 19 + 12) - (12 + 7 + 7)
 
 
 def test_gradient_checkpointing_falls_back_to_whole_rows():
@@ -115,11 +131,11 @@ def test_gradient_checkpointing_falls_back_to_whole_rows():
     torch.set_num_threads(1)
     batch = build_batch(episodes())
     out = []
-    for segments in (None, batch.prefix_segments(min_prefix=8)):
+    for plan in (None, batch.prefix_plan(min_prefix=8)):
         lm = tiny_lm()
         lm.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": False})
         policy = PolicyModule(lm).train()
-        res = policy(batch.input_ids, batch.attention_mask, batch.loss_mask, segments=segments)
+        res = policy(batch.input_ids, batch.attention_mask, batch.loss_mask, plan=plan)
         res["logprobs"].sum().backward()
         out.append((res["logprobs"].detach(), lm.model.embed_tokens.weight.grad.clone()))
     assert torch.allclose(out[0][0], out[1][0], atol=1e-6)

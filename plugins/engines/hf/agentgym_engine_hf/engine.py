@@ -1,7 +1,9 @@
 """``HFEngine``: sampling with transformers, exact logprobs, and per-episode KV cache reuse.
 
 Each request is prefilled alone, reusing the KV cache its episode left behind (a turn costs
-only its new tokens); then all requests decode together as one batch whose caches are
+only its new tokens) or, for an episode's first prompt, the cached keys and values of the
+longest prefix it shares with another prompt (the system prompt and env instruction every
+episode starts with); then all requests decode together as one batch whose caches are
 left-padded with zeros, masked out, with explicit position ids. Logprobs are the
 log-softmax of the raw logits (temperature 1, no top-p) of each sampled token.
 """
@@ -61,6 +63,9 @@ class HFEngine(Engine):
         max_cached_episodes: int = 256
         #: CPU threads torch may use (0: torch's default). 1-2 helps on busy shared machines.
         threads: int = 0
+        #: Start a prompt from the cached keys/values of the longest prefix it shares with a
+        #: prompt of this call or a recently cached episode (at least ``MIN_SHARED_PREFIX`` tokens).
+        share_prefixes: bool = True
 
     def __init__(
         self,
@@ -72,6 +77,7 @@ class HFEngine(Engine):
         max_batch_size: int = 32,
         max_cached_episodes: int = 256,
         threads: int = 0,
+        share_prefixes: bool = True,
         chat_template: str | None = None,
         **_: Any,
     ) -> None:
@@ -92,6 +98,7 @@ class HFEngine(Engine):
         self.device = next(model.parameters()).device
         self.max_batch_size = max_batch_size
         self.max_cached_episodes = max_cached_episodes
+        self.share_prefixes = share_prefixes
         self._cache: OrderedDict[str, _Cached] = OrderedDict()
         self._cache_lock = threading.Lock()
         self._run_lock = threading.Lock()
@@ -157,12 +164,11 @@ class HFEngine(Engine):
         if twin is not None:  # same keys, values and logits; the decode copies them, never writes them
             kv, logits, ran = twin.kv, twin.logits, 0
         else:
-            reuse = 0
-            if cached is not None:
-                limit = min(len(cached.ids), len(prompt) - 1)  # at least one token must run for logits
-                while reuse < limit and cached.ids[reuse] == prompt[reuse]:
-                    reuse += 1
-            past = (DynamicCache(ddp_cache_data=[(k[:, :, :reuse], v[:, :, :reuse]) for k, v in cached.kv])
+            limit = len(prompt) - 1  # at least one token must run for logits
+            reuse, donor = (_common_prefix(cached.ids, prompt, limit), cached.kv) if cached is not None else (0, None)
+            if self.share_prefixes and cached is None:  # an episode's first prompt (or its cache was evicted)
+                reuse, donor = self._shared_prefix(prompt, limit, reuse, donor, prefilled)
+            past = (DynamicCache(ddp_cache_data=[(k[:, :, :reuse], v[:, :, :reuse]) for k, v in donor])
                     if reuse else DynamicCache())
             new = torch.tensor([prompt[reuse:]], device=self.device)
             positions = torch.arange(reuse, len(prompt), device=self.device)[None]
@@ -181,6 +187,25 @@ class HFEngine(Engine):
         )
         prefilled.setdefault(tuple(prompt), row)
         return row
+
+    #: Shorter common prefixes are recomputed: a cache copy is not worth it.
+    MIN_SHARED_PREFIX = 64
+    #: Cached episodes searched for a shared prefix (the most recently used ones).
+    PREFIX_CANDIDATES = 64
+
+    def _shared_prefix(self, prompt: list[int], limit: int, reuse: int, donor: KV | None,
+                       prefilled: dict[tuple[int, ...], _Row]) -> tuple[int, KV | None]:
+        """The longest prefix of *prompt* whose keys/values are at hand: a prompt prefilled in
+        this call, or a cached episode. Causal attention makes a prefix's keys and values the
+        same whatever follows it, so they can start another prompt."""
+        with self._cache_lock:
+            recent = [(c.ids, c.kv) for c in list(self._cache.values())[-self.PREFIX_CANDIDATES :]]
+        best, best_kv = reuse, donor
+        for ids, kv in [*((list(k), r.kv) for k, r in prefilled.items()), *reversed(recent)]:
+            n = _common_prefix(ids, prompt, limit)
+            if n > best and n >= self.MIN_SHARED_PREFIX:
+                best, best_kv = n, kv
+        return best, best_kv
 
     def _forward(self, *, cache: Any, **inputs: Any) -> Any:
         # transformers >= 5.x names the argument ``cache``; older versions ``past_key_values``.
@@ -284,6 +309,23 @@ class _SlabCache(DynamicCache):
 
     def __init__(self, layers: list[tuple[torch.Tensor, torch.Tensor, int]]) -> None:
         Cache.__init__(self, layers=[_SlabLayer(k, v, n) for k, v, n in layers])
+
+
+def _common_prefix(a: list[int], b: list[int], limit: int) -> int:
+    """Length of the common prefix of *a* and *b*, at most *limit*."""
+    n = min(len(a), len(b), limit)
+    if n <= 0 or a[0] != b[0]:
+        return 0
+    if a[:n] == b[:n]:
+        return n
+    lo, hi = 1, n  # a[:lo] == b[:lo] and a[:hi] != b[:hi]: bisect on list equality (C speed)
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        if a[:mid] == b[:mid]:
+            lo = mid
+        else:
+            hi = mid
+    return lo
 
 
 def _copy(t: torch.Tensor) -> torch.Tensor:

@@ -145,3 +145,26 @@ def test_peft_policy_is_shared_and_logprobs_exact(hf_tokenizer):
     assert res2.prefill_tokens <= 4
     for p, r in ((prompt, res), (follow, res2)):
         assert max(abs(a - b) for a, b in zip(_reference(model, p, r.token_ids), r.logprobs)) < 1e-4
+
+
+def test_episodes_with_a_common_prefix_prefill_it_once(hf_tokenizer, hf_tiny_model):
+    """An env instruction in the system prompt: every episode's first prompt starts the same."""
+    system = list(range(1000, 1100))  # 100 shared tokens
+    prompts = [system + list(range(2000 + 7 * i, 2000 + 7 * i + 5 + i)) for i in range(3)]
+    greedy = SamplingParams(max_new_tokens=6, temperature=0.0)
+    engine = HFEngine(hf_tiny_model, hf_tokenizer)
+    first = engine.generate([GenerationRequest(p, greedy, cache_key=f"ep{i}") for i, p in enumerate(prompts)])
+    assert [r.prefill_tokens for r in first] == [105, 6, 7]  # the 2nd and 3rd run only their own tokens
+    # A later call (an episode admitted when another ended) starts from a cached episode's prefix.
+    late = system + list(range(3000, 3009))
+    later = engine.generate([GenerationRequest(late, greedy, cache_key="ep9")])[0]
+    assert later.prefill_tokens == 9
+    for prompt, res in zip(prompts + [late], first + [later]):
+        alone = HFEngine(hf_tiny_model, hf_tokenizer, share_prefixes=False).generate([GenerationRequest(prompt, greedy)])[0]
+        assert res.token_ids == alone.token_ids
+        assert max(abs(a - b) for a, b in zip(_reference(hf_tiny_model, prompt, res.token_ids), res.logprobs)) < 1e-4
+    # Short common prefixes are recomputed, and the option turns sharing off.
+    short = [list(range(1000, 1010)) + [2000 + i] * 3 for i in range(2)]
+    assert [r.prefill_tokens for r in engine.generate([GenerationRequest(p, greedy) for p in short])] == [13, 13]
+    off = HFEngine(hf_tiny_model, hf_tokenizer, share_prefixes=False)
+    assert [r.prefill_tokens for r in off.generate([GenerationRequest(p, greedy) for p in prompts])] == [105, 106, 107]

@@ -52,38 +52,63 @@ class Batch:
                 out[f.name] = value[rows, :length]
         return Batch(**out)
 
-    def prefix_segments(self, min_prefix: int = 16) -> list[tuple[torch.Tensor, int]]:
-        """Split the rows into segments that can share a forward pass over a common prefix.
+    def prefix_plan(self, min_prefix: int = 16) -> "PrefixPlan":
+        """How the rows can share forward passes over common prefixes (see :class:`PrefixPlan`).
 
         Rows of one group (a GRPO group: the same task, so the same prompt) usually start with
-        the same tokens. Each such group becomes ``(rows, p)``: its rows agree on tokens
-        ``[0, p)``, and ``p`` stops before the last token ahead of the first generated one, so
-        every trained position's hidden state is computed after the prefix. Rows with nothing to
-        share (a group of one, or a common prefix shorter than *min_prefix*) are gathered into one
-        segment with ``p = 0``. The segments cover every row exactly once.
+        the same tokens, and rows of every group with the same system prompt and instruction.
+        A prefix stops before the last token ahead of a row's first generated one, so every
+        trained position's hidden state is computed after it. Prefixes shorter than
+        *min_prefix* are not shared.
         """
-        n, width = self.input_ids.shape
+        width = self.input_ids.shape[1]
         lengths = self.attention_mask.sum(dim=1)
         trained = self.loss_mask > 0
         # A row without a trained token (a failed episode) does not limit the prefix.
         first = torch.where(trained.any(dim=1), trained.float().argmax(dim=1), lengths)
-        shared: list[tuple[torch.Tensor, int]] = []
+
+        def common(rows: torch.Tensor) -> int:
+            ids = self.input_ids[rows]
+            differ = (ids != ids[:1]).any(dim=0)
+            lcp = int(differ.float().argmax()) if bool(differ.any()) else width
+            return min(lcp, int(first[rows].min()) - 1, int(lengths[rows].min()) - 1)
+
+        minimum = max(1, min_prefix)
+        groups = [torch.nonzero(self.group_ids == g).flatten() for g in torch.unique(self.group_ids)]
+        base = common(torch.arange(len(self))) if len(groups) > 1 else 0
+        base = base if base >= minimum else 0
+        segments: list[tuple[torch.Tensor, int]] = []
         alone: list[torch.Tensor] = []
-        for group in torch.unique(self.group_ids):
-            rows = torch.nonzero(self.group_ids == group).flatten()
-            p = 0
-            if len(rows) > 1:
-                ids = self.input_ids[rows]
-                differ = (ids != ids[:1]).any(dim=0)
-                common = int(differ.float().argmax()) if bool(differ.any()) else width
-                p = min(common, int(first[rows].min()) - 1, int(lengths[rows].min()) - 1)
-            if p >= max(1, min_prefix):
-                shared.append((rows, p))
+        for rows in groups:
+            p = common(rows) if len(rows) > 1 else 0
+            if p >= minimum and p > base:
+                segments.append((rows, p))
             else:
                 alone.append(rows)
         if alone:
-            shared.append((torch.cat(alone), 0))
-        return shared
+            segments.append((torch.cat(alone), base))
+        return PrefixPlan(base, segments)
+
+
+@dataclass
+class PrefixPlan:
+    """Rows grouped by the prefix they share. Tokens ``[0, base)`` are common to every row and
+    run once (``base`` 0: nothing common); each segment's rows agree on tokens ``[0, p)``
+    (``p >= base``, or 0 for rows that share nothing), which run once more for the segment
+    past ``base``. The segments cover every row exactly once."""
+
+    base: int
+    segments: list[tuple[torch.Tensor, int]]
+
+    @property
+    def saved_tokens(self) -> int:
+        """Tokens not run because they were shared (against running every row whole)."""
+        ran = self.base + sum(p - self.base for _, p in self.segments if p > self.base)
+        return sum(len(rows) * p for rows, p in self.segments) - ran
+
+    @property
+    def shares(self) -> bool:
+        return self.base > 0 or any(p > 0 for _, p in self.segments)
 
 
 def build_batch(trajectories: Sequence[Any], pad_id: int = 0) -> Batch:

@@ -8,10 +8,12 @@ from __future__ import annotations
 
 import contextlib
 import inspect
-from typing import Any, Iterator, Optional, Sequence
+from typing import Any, Iterator, Optional
 
 import torch
 from torch import nn
+
+from .batch import PrefixPlan
 
 
 class PolicyModule(nn.Module):
@@ -46,11 +48,11 @@ class PolicyModule(nn.Module):
         attention_mask: torch.Tensor,
         loss_mask: torch.Tensor,
         with_entropy: bool = True,
-        segments: Optional[Sequence[tuple[torch.Tensor, int]]] = None,
+        plan: Optional[PrefixPlan] = None,
     ) -> dict[str, Any]:
-        """Per-token outputs; *segments* (from ``Batch.prefix_segments``) share prefix passes."""
+        """Per-token outputs; *plan* (``Batch.prefix_plan``) runs shared prefixes once."""
         base = self.base_model
-        hidden = self._hidden(base.get_decoder(), input_ids, attention_mask, segments)
+        hidden = self._hidden(base.get_decoder(), input_ids, attention_mask, plan)
         sel = loss_mask[:, 1:] > 0  # token t (t >= 1) is predicted from position t - 1
         h = hidden[:, :-1][sel]
         targets = input_ids[:, 1:][sel]
@@ -66,21 +68,22 @@ class PolicyModule(nn.Module):
             out["values"] = _scatter(v, sel, input_ids.shape)
         return out
 
-
     def _hidden(self, decoder: nn.Module, input_ids: torch.Tensor, attention_mask: torch.Tensor,
-                segments: Optional[Sequence[tuple[torch.Tensor, int]]]) -> torch.Tensor:
+                plan: Optional[PrefixPlan]) -> torch.Tensor:
         """Last hidden states ``[B, L, H]``; positions inside a shared prefix are left at zero
         (no trained position reads them: they reach the rest only through the KV cache)."""
-        if not segments or all(p == 0 for _, p in segments) or _checkpointing(decoder):
+        if plan is None or not plan.shares or _checkpointing(decoder):
             return decoder(input_ids=input_ids, attention_mask=attention_mask, use_cache=False).last_hidden_state
+        head = _prefix_kv(decoder, input_ids[:1, : plan.base]) if plan.base else None
         parts, order = [], []
-        for rows, p in segments:
+        for rows, p in plan.segments:
+            rows = rows.to(input_ids.device)
             ids, mask = input_ids[rows], attention_mask[rows]
             if p == 0:
                 parts.append(decoder(input_ids=ids, attention_mask=mask, use_cache=False).last_hidden_state)
             else:
-                parts.append(_shared_prefix_hidden(decoder, ids, mask, p))
-            order.append(rows.to(input_ids.device))
+                parts.append(_shared_prefix_hidden(decoder, ids, mask, p, head, plan.base))
+            order.append(rows)
         hidden = torch.cat(parts)
         inverse = torch.empty(len(input_ids), dtype=torch.long, device=input_ids.device)
         rows = torch.cat(order)
@@ -94,15 +97,39 @@ def _checkpointing(decoder: nn.Module) -> bool:
         getattr(m, "gradient_checkpointing", False) for m in decoder.modules())
 
 
-def _shared_prefix_hidden(decoder: nn.Module, ids: torch.Tensor, mask: torch.Tensor, p: int) -> torch.Tensor:
-    """Rows that agree on tokens ``[0, p)``: run that prefix once (batch 1), repeat its KV cache
-    for every row, then run each row's remaining tokens against it. Gradients flow into the
-    prefix through the cache, so the result equals the full pass (to float rounding)."""
+def _cache_arg(decoder: nn.Module) -> str:
+    # transformers >= 5.x names the argument ``cache``; older versions ``past_key_values``.
+    return "cache" if "cache" in inspect.signature(type(decoder).forward).parameters else "past_key_values"
+
+
+def _out_cache(out: Any) -> Any:
+    cache = getattr(out, "cache", None)
+    return out.past_key_values if cache is None else cache
+
+
+def _prefix_kv(decoder: nn.Module, ids: torch.Tensor) -> list[tuple[torch.Tensor, torch.Tensor]]:
+    """Run *ids* (batch 1) and return each layer's keys and values."""
+    cache = _out_cache(decoder(input_ids=ids, use_cache=True))
+    return [(layer.keys, layer.values) for layer in cache.layers]
+
+
+def _shared_prefix_hidden(decoder: nn.Module, ids: torch.Tensor, mask: torch.Tensor, p: int,
+                          head: Optional[list[tuple[torch.Tensor, torch.Tensor]]], base: int) -> torch.Tensor:
+    """Rows that agree on tokens ``[0, p)``: run that prefix once (batch 1; past *head*, the
+    keys/values of tokens ``[0, base)`` every row shares, when given), repeat its KV cache for
+    every row, then run each row's remaining tokens against it. Gradients flow into the prefix
+    through the cache, so the result equals the full pass (to float rounding)."""
+    from transformers import DynamicCache
+
     n, width = ids.shape
-    name = "cache" if "cache" in inspect.signature(type(decoder).forward).parameters else "past_key_values"
-    head = decoder(input_ids=ids[:1, :p], use_cache=True)
-    cache = getattr(head, "cache", None)
-    cache = head.past_key_values if cache is None else cache
+    name = _cache_arg(decoder)
+    if head is not None:
+        cache = DynamicCache(ddp_cache_data=head)  # a new cache over the shared tensors (never written in place)
+        if p > base:
+            positions = torch.arange(base, p, device=ids.device)[None]
+            decoder(input_ids=ids[:1, base:p], position_ids=positions, use_cache=True, **{name: cache})
+    else:
+        cache = _out_cache(decoder(input_ids=ids[:1, :p], use_cache=True))
     cache.batch_repeat_interleave(n)
     positions = torch.arange(p, width, device=ids.device).expand(n, -1)
     tail = decoder(input_ids=ids[:, p:], attention_mask=mask, position_ids=positions, use_cache=True,

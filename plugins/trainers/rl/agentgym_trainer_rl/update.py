@@ -14,7 +14,7 @@ import torch
 
 from .algorithms import Algorithm, Options
 from .config import UpdateConfig
-from .batch import Batch
+from .batch import Batch, PrefixPlan
 from .losses import aggregate, clipped_policy_loss, kl_estimate, normaliser, value_loss
 
 
@@ -81,8 +81,8 @@ class Updater:
     def _to(self, t: torch.Tensor) -> torch.Tensor:
         return t.to(self.opts.device)
 
-    def _segments(self, mb: Batch) -> Optional[list[tuple[torch.Tensor, int]]]:
-        return mb.prefix_segments(self.opts.min_shared_prefix) if self.opts.share_prefix else None
+    def _plan(self, mb: Batch) -> Optional[PrefixPlan]:
+        return mb.prefix_plan(self.opts.min_shared_prefix) if self.opts.share_prefix else None
 
     def _order(self, batch: Batch) -> torch.Tensor:
         """A random row order; with prefix sharing, a group's rows stay together (groups shuffled)."""
@@ -117,19 +117,19 @@ class Updater:
             mb = batch.select(micro)
             args = (self._to(mb.input_ids), self._to(mb.attention_mask), self._to(mb.loss_mask))
             length = mb.input_ids.shape[1]
-            segments = self._segments(mb)
+            plan = self._plan(mb)
             with self._autocast():
                 if need_old or need_values:
-                    out = module(*args, with_entropy=False, segments=segments)
+                    out = module(*args, with_entropy=False, plan=plan)
                     old[micro, :length] = out["logprobs"].float().cpu()
                     if need_values:
                         values[micro, :length] = out["values"].float().cpu()
                 if need_ref:
                     if self.reference is not None:
-                        r = self.reference(*args, with_entropy=False, segments=segments)
+                        r = self.reference(*args, with_entropy=False, plan=plan)
                     else:
                         with module.reference():
-                            r = module(*args, with_entropy=False, segments=segments)
+                            r = module(*args, with_entropy=False, plan=plan)
                     ref[micro, :length] = r["logprobs"].float().cpu()
         module.train()
         batch.old_logprobs = old if need_old else None
@@ -179,13 +179,13 @@ class Updater:
                     def sync() -> Any:  # DDP: all-reduce gradients only on the last micro-batch
                         return self.accelerator.no_sync(self.policy) if defer else contextlib.nullcontext()
 
-                    segments = self._segments(mb)
-                    saved = sum((len(rows) - 1) * p for rows, p in segments) if segments is not None else 0
+                    plan = self._plan(mb)
+                    saved = plan.saved_tokens if plan is not None else 0
                     shared += saved
                     run += float(mb.attention_mask.sum()) - saved
                     with sync(), self._autocast():
                         out = self.policy(self._to(mb.input_ids), self._to(mb.attention_mask), mask,
-                                          with_entropy=True, segments=segments)
+                                          with_entropy=True, plan=plan)
                     lp = out["logprobs"].float()
                     old = self._to(mb.old_logprobs) if mb.old_logprobs is not None else lp.detach()
                     pg, clipped = clipped_policy_loss(lp, old, self._to(mb.advantages), o.clip_ratio, clip_high)
