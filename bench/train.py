@@ -29,7 +29,7 @@ def load(name: str):
 
 
 def ours(name: str, episodes: int, group: int, prompt: int, completion: int, steps: int, share: bool,
-         lora_layers: int = 0) -> float:
+         lora_layers: int = 0, system: int = 0) -> float:
     from agentgym_core.rollout.trajectory import Trajectory, Turn
     from agentgym_trainer_rl.algorithms import ALGORITHMS, Options
     from agentgym_trainer_rl.batch import build_batch
@@ -50,9 +50,10 @@ def ours(name: str, episodes: int, group: int, prompt: int, completion: int, ste
     times = []
     for s in range(steps + 1):
         trajs = []
+        common = torch.randint(0, vocab, (system,)).tolist()  # a system prompt every episode starts with
         for i in range(episodes):
             if i % group == 0:
-                head = torch.randint(0, vocab, (prompt,)).tolist()
+                head = common + torch.randint(0, vocab, (prompt - system,)).tolist()
             ids = head + torch.randint(0, vocab, (completion,)).tolist()
             trajs.append(Trajectory(
                 episode_id=str(i), env_name="bench", task_id=i // group, group_id=i // group, token_ids=ids,
@@ -125,20 +126,23 @@ def main() -> None:
     p.add_argument("--steps", type=int, default=2)
     p.add_argument("--threads", type=int, default=2)
     p.add_argument("--skip-trl", action="store_true")
+    p.add_argument("--system", type=int, default=0,
+                   help="ours only: the first N prompt tokens are the same in every episode (a system prompt)")
     p.add_argument("--lora-layers", type=int, default=0,
                    help="ours only: LoRA (r 16) on the last N layers instead of full fine-tuning; implies --skip-trl")
     a = p.parse_args()
     torch.set_num_threads(a.threads)
     print(f"# {platform.processor() or platform.machine()}, {torch.get_num_threads()} threads, torch {torch.__version__}; "
           f"{a.episodes} episodes (groups of {a.group}) x ({a.prompt} prompt + {a.completion} completion) tokens, "
-          f"{a.steps} timed steps, {f'LoRA on {a.lora_layers} layers' if a.lora_layers else 'full fine-tuning'}")
+          f"{a.steps} timed steps, {f'LoRA on {a.lora_layers} layers' if a.lora_layers else 'full fine-tuning'}"
+          f"{f', {a.system} prompt tokens common to all' if a.system else ''}")
     print("| model | ours tokens/s | ours, no prefix sharing | TRL GRPOTrainer tokens/s | ratio | ratio, no sharing "
           "| TRL generation s/step (excluded) |")
     print("|---|---|---|---|---|---|---|")
     for name in a.model or ["tiny", "135m"]:
         shape = (name, a.episodes, a.group, a.prompt, a.completion, a.steps)
-        o, plain = (ours(*shape, share=s, lora_layers=a.lora_layers) for s in (True, False))
-        t = "skipped" if a.skip_trl or a.lora_layers else trl(*shape)
+        o, plain = (ours(*shape, share=s, lora_layers=a.lora_layers, system=a.system) for s in (True, False))
+        t = "skipped" if a.skip_trl or a.lora_layers or a.system else trl(*shape)
         if isinstance(t, tuple):
             print(f"| {name} | {o:.0f} | {plain:.0f} | {t[0]:.0f} | {o / t[0]:.2f}x | {plain / t[0]:.2f}x | {t[1]:.1f} |",
                   flush=True)
