@@ -170,6 +170,8 @@ def main() -> int:
     ap.add_argument("--train-steps", type=int, default=3)
     ap.add_argument("--grad-accum", type=int, default=4)
     ap.add_argument("--peak-tflops", type=float, default=790.0, help="bf16 peak of the card (H200 measured: 790)")
+    ap.add_argument("--tokenizer", default="smollm2-135m-instruct",
+                    help="tokenizer folder or alias (a machine without the bundled model package: a folder)")
     args = ap.parse_args()
 
     import torch
@@ -185,7 +187,7 @@ def main() -> int:
         return 1
     dtype = torch.bfloat16 if device.startswith("cuda") else torch.float32
     t0 = time.perf_counter()
-    tok = load_tokenizer("smollm2-135m-instruct")
+    tok = load_tokenizer(args.tokenizer)
     model = _model(tok, args.smoke, device, dtype)
     params = sum(p.numel() for p in model.parameters())
     rows, train_trajs = [], None
