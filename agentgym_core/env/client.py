@@ -28,6 +28,7 @@ from tenacity import (
     wait_random,
 )
 
+from .batching import OpBatcher
 from .errors import (
     EnvAuthError,
     EnvRaised,
@@ -45,7 +46,6 @@ log = logging.getLogger("agentgym.env.client")
 _UNSENT = (httpx.ConnectError, httpx.ConnectTimeout, httpx.PoolTimeout)
 _RETRY_STATUS = (502, 503, 504)
 _JSON = {"content-type": "application/json"}
-_MAX_BATCH = 256
 _NOT_JSON = object()
 
 
@@ -83,8 +83,7 @@ class HTTPEnvPool(EnvPool):
         self.fast_transport = fast_transport
         #: Send concurrent numbered steps and resets to the same server as one ``POST /batch`` (agentgym servers only).
         self.batch = batch
-        self._queues: dict[int, list[tuple[dict[str, Any], asyncio.Future]]] = {}
-        self._flushing: set[asyncio.Task] = set()
+        self._batcher = OpBatcher(self._send_chunk, lambda server: self.urls[server])
         self.on_close = on_close
         self._load = [0] * len(self.urls)
         self._failed_at = [0.0] * len(self.urls)
@@ -261,7 +260,7 @@ class HTTPEnvPool(EnvPool):
         server, rid = self._parse(session)
         body = {"id": rid, "data_idx": int(task_id)}
         if self.batch:
-            data = await self._batched(server, {"op": "reset", **body})
+            data = await self._batcher.submit(server, {"op": "reset", **body})
         else:
             data = await self._call(server, "POST", "/reset", body=body)
         return data["observation"] if isinstance(data, dict) else str(data)
@@ -272,46 +271,10 @@ class HTTPEnvPool(EnvPool):
         if seq is not None:
             body["seq"] = int(seq)
         if seq is not None and self.batch:
-            data = await self._batched(server, {"op": "step", **body})
+            data = await self._batcher.submit(server, {"op": "step", **body})
         else:
             data = await self._call(server, "POST", "/step", body=body, idempotent=seq is not None)
         return str(data["observation"]), float(data["reward"]), bool(data["done"]), dict(data.get("info") or {})
-
-    async def _batched(self, server: int, op: dict[str, Any]) -> Any:
-        """Queue a numbered step or a reset (both safe to resend); one event-loop pass's ops go out together."""
-        loop = asyncio.get_running_loop()
-        future = loop.create_future()
-        queue = self._queues.setdefault(server, [])
-        queue.append((op, future))
-        if len(queue) == 1:
-            loop.call_soon(self._start_flush, server)
-        return await future
-
-    def _start_flush(self, server: int) -> None:
-        task = asyncio.get_running_loop().create_task(self._flush(server))
-        self._flushing.add(task)  # keep a reference until it is done
-        task.add_done_callback(self._flushing.discard)
-
-    async def _flush(self, server: int) -> None:
-        items = self._queues.pop(server, [])
-        try:
-            for start in range(0, len(items), _MAX_BATCH):
-                chunk = items[start:start + _MAX_BATCH]
-                try:
-                    outcomes = await self._send_chunk(server, [op for op, _ in chunk])
-                except Exception as exc:  # the whole request failed: every step in it fails the same way
-                    outcomes = [exc] * len(chunk)
-                for (_, future), outcome in zip(chunk, outcomes, strict=True):
-                    if future.done():
-                        continue
-                    if isinstance(outcome, BaseException):
-                        future.set_exception(outcome)
-                    else:
-                        future.set_result(outcome)
-        finally:  # never leave a caller waiting, even if this task is cancelled
-            for _, future in items:
-                if not future.done():
-                    future.set_exception(EnvUnavailable(f"env request to {self.urls[server]} was abandoned (client shutting down)"))
 
     async def _send_chunk(self, server: int, ops: list[dict[str, Any]]) -> list[Any]:
         """Answers (or exceptions) for *ops*, in order: a single op alone (``/step``, ``/reset``), else ``/batch``."""
