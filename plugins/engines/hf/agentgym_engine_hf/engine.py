@@ -27,13 +27,15 @@ from agentgym_core.engine import Engine, GenerationRequest, GenerationResult
 from .loading import load_model, prepare_tokenizer, resolve_dtype
 from .sampling import sample_tokens
 
-KV = list[tuple[torch.Tensor, torch.Tensor]]  # per layer: keys, values of shape [1, heads, len, dim]
+#: Per layer: keys, values of shape ``[1, heads, capacity, dim]``; the first tokens are valid
+#: (as many as the owner says), the rest is room to append into without copying the context.
+KV = list[tuple[torch.Tensor, torch.Tensor]]
 
 
 @dataclass
 class _Cached:
-    ids: list[int]  # tokens whose keys/values are in ``kv``
-    kv: KV
+    ids: list[int]  # tokens whose keys/values are the first len(ids) positions of ``kv``
+    kv: KV  # owned by this entry alone: the episode's next prefill writes into it
 
 
 @dataclass
@@ -48,6 +50,8 @@ class _Row:
     tokens: list[int]
     logprobs: list[float]
     finish: str | None = None
+    #: ``kv`` belongs to this row alone (False: shared with an identical prompt's row).
+    owned: bool = True
 
 
 class HFEngine(Engine):
@@ -161,19 +165,24 @@ class HFEngine(Engine):
                 cached = self._cache.pop(req.cache_key, None)
         seed = req.params.seed if req.params.seed is not None else self._rng.getrandbits(63)
         twin = prefilled.get(tuple(prompt))
-        if twin is not None:  # same keys, values and logits; the decode copies them, never writes them
+        if twin is not None:  # same keys, values and logits; read only, until _own() copies them
             kv, logits, ran = twin.kv, twin.logits, 0
         else:
             limit = len(prompt) - 1  # at least one token must run for logits
             reuse, donor = (_common_prefix(cached.ids, prompt, limit), cached.kv) if cached is not None else (0, None)
             if self.share_prefixes and cached is None:  # an episode's first prompt (or its cache was evicted)
                 reuse, donor = self._shared_prefix(prompt, limit, reuse, donor, prefilled)
-            past = (DynamicCache(ddp_cache_data=[(k[:, :, :reuse], v[:, :, :reuse]) for k, v in donor])
-                    if reuse else DynamicCache())
+            room = len(prompt) + req.params.max_new_tokens
+            if not reuse:
+                past = DynamicCache()
+            elif cached is not None and donor is cached.kv:  # the episode's own buffers: append in place
+                past = _SlabCache([(k, v, reuse) for k, v in donor])
+            else:  # another prompt's: copy the shared prefix into buffers of our own
+                past = _SlabCache([(_grown(k, reuse, room), _grown(v, reuse, room), reuse) for k, v in donor])
             new = torch.tensor([prompt[reuse:]], device=self.device)
             positions = torch.arange(reuse, len(prompt), device=self.device)[None]
             out = self._forward(input_ids=new, position_ids=positions, cache=past, logits_to_keep=1)
-            kv, logits, ran = _layers(_out_cache(out)), out.logits[0, -1].float(), len(prompt) - reuse
+            kv, logits, ran = _buffers(_out_cache(out)), out.logits[0, -1].float(), len(prompt) - reuse
         row = _Row(
             request=req,
             kv=kv,
@@ -184,6 +193,7 @@ class HFEngine(Engine):
             prefill=ran,
             tokens=[],
             logprobs=[],
+            owned=twin is None,
         )
         prefilled.setdefault(tuple(prompt), row)
         return row
@@ -216,6 +226,8 @@ class HFEngine(Engine):
         self._sample(rows, torch.stack([r.logits for r in rows]))
         active = [r.finish is None for r in rows]
         if not any(active):
+            for r in rows:
+                _own(r, r.length)
             return
         width = max(r.length for r in rows)
         room = max(r.request.params.max_new_tokens for r in rows)
@@ -236,8 +248,12 @@ class HFEngine(Engine):
         final = _layers(cache)  # views of the batch buffers
         for i, r in enumerate(rows):
             fed = len(r.tokens) - 1  # the last sampled token never ran through the model
-            span = slice(width - r.length, width + fed)  # the prompt, then the decoded tokens right after it
-            r.kv = [(_copy(k[i : i + 1, :, span]), _copy(v[i : i + 1, :, span])) for k, v in final]
+            # Only the decoded tokens go back into the episode's buffers (the prompt is there already).
+            _own(r, r.length + fed)
+            decoded = slice(width, width + fed)
+            r.kv = [(_append(rk, r.length, k[i : i + 1, :, decoded]), _append(rv, r.length, v[i : i + 1, :, decoded]))
+                    for (rk, rv), (k, v) in zip(r.kv, final)]
+            r.length += fed
 
     def _sample(self, rows: list[_Row], logits: torch.Tensor) -> None:
         """Append the next token of every unfinished row (``logits``: one row per entry of *rows*)."""
@@ -260,7 +276,7 @@ class HFEngine(Engine):
     def _finish(self, row: _Row) -> GenerationResult:
         key = row.request.cache_key
         ids = list(row.request.prompt_ids) + row.tokens[:-1]
-        if key is not None and row.kv and row.kv[0][0].shape[2] == len(ids):
+        if key is not None and row.kv and row.owned and row.length == len(ids):
             with self._cache_lock:
                 self._cache[key] = _Cached(ids=ids, kv=row.kv)
                 while len(self._cache) > self.max_cached_episodes:
@@ -328,11 +344,24 @@ def _common_prefix(a: list[int], b: list[int], limit: int) -> int:
     return lo
 
 
-def _copy(t: torch.Tensor) -> torch.Tensor:
-    return t.clone(memory_format=torch.contiguous_format)
+def _own(row: _Row, capacity: int) -> None:
+    """Give a row that shares an identical prompt's buffers its own copy (room for *capacity*)."""
+    if not row.owned:
+        row.kv = [(_grown(k, row.length, capacity), _grown(v, row.length, capacity)) for k, v in row.kv]
+        row.owned = True
+
+
+def _append(buf: torch.Tensor, used: int, new: torch.Tensor) -> torch.Tensor:
+    """Write *new* after the first *used* positions of *buf* (grown by half again when full)."""
+    m = new.shape[2]
+    if used + m > buf.shape[2]:
+        buf = _grown(buf, used, max(used + m, buf.shape[2] * 3 // 2))
+    buf[:, :, used : used + m] = new
+    return buf
 
 
 def _grown(t: torch.Tensor, used: int, capacity: int) -> torch.Tensor:
+    """A new buffer of *capacity* positions holding the first *used* positions of *t*."""
     out = t.new_empty(t.shape[0], t.shape[1], capacity, t.shape[3])
     out[:, :, :used] = t[:, :, :used]
     return out
@@ -344,8 +373,8 @@ def _left_padded(kv: KV, lengths: list[int], width: int, room: int) -> tuple[tor
     shape = (len(kv), k0.shape[1], width + room, k0.shape[3])
     keys, values = k0.new_zeros(shape), k0.new_zeros(shape)
     for i, ((k, v), n) in enumerate(zip(kv, lengths)):
-        keys[i, :, width - n : width] = k[0]
-        values[i, :, width - n : width] = v[0]
+        keys[i, :, width - n : width] = k[0, :, :n]
+        values[i, :, width - n : width] = v[0, :, :n]
     return keys, values, width
 
 
@@ -356,6 +385,11 @@ def _out_cache(out: Any) -> Any:
 
 def _layers(cache: Any) -> KV:
     return [(layer.keys, layer.values) for layer in cache.layers]
+
+
+def _buffers(cache: Any) -> KV:
+    """A prefill's keys/values per layer: the whole buffers of a :class:`_SlabCache`."""
+    return [(layer._k, layer._v) if isinstance(layer, _SlabLayer) else (layer.keys, layer.values) for layer in cache.layers]
 
 
 def _hits_stop(tokenizer: Any, tokens: list[int], stops: tuple[str, ...]) -> bool:

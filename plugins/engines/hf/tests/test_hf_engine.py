@@ -168,3 +168,24 @@ def test_episodes_with_a_common_prefix_prefill_it_once(hf_tokenizer, hf_tiny_mod
     assert [r.prefill_tokens for r in engine.generate([GenerationRequest(p, greedy) for p in short])] == [13, 13]
     off = HFEngine(hf_tiny_model, hf_tokenizer, share_prefixes=False)
     assert [r.prefill_tokens for r in off.generate([GenerationRequest(p, greedy) for p in prompts])] == [105, 106, 107]
+
+
+def test_episode_buffers_stay_exact_over_many_turns_with_twins(hf_tokenizer, hf_tiny_model):
+    """Each episode's keys/values live in its own growing buffer, written in place turn after
+    turn; a GRPO group starts from one shared prefill. Over 6 turns every reply must match a
+    fresh engine that prefills the whole prompt (greedy) and a plain forward pass (logprobs)."""
+    engine = HFEngine(hf_tiny_model, hf_tokenizer)
+    fresh = HFEngine(hf_tiny_model, hf_tokenizer, share_prefixes=False)
+    prompts = {f"ep{i}": list(range(300, 340)) if i < 3 else list(range(500, 530 + i)) for i in range(5)}
+    greedy = SamplingParams(max_new_tokens=5, temperature=0.0)
+    for turn in range(6):
+        keys = sorted(prompts)
+        results = engine.generate([GenerationRequest(prompts[k], greedy, cache_key=k) for k in keys])
+        for k, res in zip(keys, results):
+            alone = fresh.generate([GenerationRequest(prompts[k], greedy)])[0]
+            assert res.token_ids == alone.token_ids, (turn, k)
+            ref = _reference(hf_tiny_model, prompts[k], res.token_ids)
+            assert max(abs(a - b) for a, b in zip(ref, res.logprobs)) < 1e-4, (turn, k)
+            if turn:
+                assert res.prefill_tokens <= 4 + 1 + turn % 3  # the new observation (+ the last sampled token)
+            prompts[k] = prompts[k] + res.token_ids + [400 + turn, 401, 402 + int(k[2:]) % 2, 403 + turn % 3][: 3 + turn % 3]
