@@ -112,7 +112,7 @@ def main() -> int:
 
     async def play(turns: int, series: str) -> dict:
         engine = HFEngine(model, tok, dtype="fp32", max_batch_size=args.episodes,
-                          max_cached_episodes=0 if series == "no-reuse" else 256)
+                          max_cached_episodes=0 if series == "no-reuse" else 256, share_prefixes=series != "no-reuse")
         pool = open_env_pool({"name": "babyai", "levels": ["GoToLocal"], "brief": True}, manager, local=True)
         try:
             info = await pool.info()
