@@ -3,7 +3,7 @@
 # accelerate and peft but no network and no bundled model package, so this runs our packages
 # from the checkout (PYTHONPATH) and reads the tokenizer from .tok/, carried from here:
 #
-#   mkdir -p .tok && cp ~/.cache/agentgym/models/smollm2-135m-instruct/{config.json,tokenizer.json,tokenizer_config.json,chat_template.jinja} .tok/
+#   .venv/bin/python -c "import shutil; from agentgym_core.models import resolve_tokenizer_path as r; shutil.copytree(r('smollm2-135m-instruct'), '.tok', ignore=shutil.ignore_patterns('*.safetensors', '.complete'), dirs_exist_ok=True)"
 #   mkdir -p .git/info && (grep -qx /.tok/ .git/info/exclude 2>/dev/null || echo /.tok/ >> .git/info/exclude)
 #   device run: command "bash bench/gpu_device.sh", carry [".tok"], timeout_s 540
 #
