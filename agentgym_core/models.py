@@ -99,8 +99,13 @@ def resolve_model_path(name: str, *, convert: bool = True) -> Path:
 
 
 def resolve_tokenizer_path(name: str) -> Path:
-    """A folder holding only the tokenizer of *name* (fast: skips converting the weights)."""
+    """A folder holding the tokenizer of *name* (fast: skips converting the weights). A folder
+    path may hold a tokenizer alone (``tokenizer.json`` or ``tokenizer_config.json``, no
+    ``config.json``)."""
     if not is_alias(name):
+        path = Path(name).expanduser()
+        if path.is_dir() and any((path / f).is_file() for f in ("tokenizer.json", "tokenizer_config.json")):
+            return path
         return resolve_model_path(name)
     full = cache_dir() / name.lower()
     if (full / ".complete").is_file():

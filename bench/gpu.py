@@ -187,14 +187,7 @@ def main() -> int:
         return 1
     dtype = torch.bfloat16 if device.startswith("cuda") else torch.float32
     t0 = time.perf_counter()
-    if os.path.isdir(args.tokenizer):  # a bare tokenizer folder (no config.json) carried to a GPU machine
-        from transformers import AutoTokenizer
-
-        from agentgym_engine_hf.loading import prepare_tokenizer
-
-        tok = prepare_tokenizer(AutoTokenizer.from_pretrained(args.tokenizer))
-    else:
-        tok = load_tokenizer(args.tokenizer)
+    tok = load_tokenizer(args.tokenizer)
     model = _model(tok, args.smoke, device, dtype)
     params = sum(p.numel() for p in model.parameters())
     rows, train_trajs = [], None
