@@ -37,7 +37,7 @@ def decode_cost(model, batch: int, lengths=(512, 2048, 4096, 6144), steps: int =
     """Fit one decode step of *batch* rows as ``a + b * context``; returns (a, b) in seconds."""
     import numpy as np
     import torch
-    from agentgym_engine_hf.engine import _SlabCache
+    from agentgym_engine_hf.kvcache import SlabCache
 
     cfg = model.config
     heads, dim = cfg.num_key_value_heads, cfg.hidden_size // cfg.num_attention_heads
@@ -46,7 +46,7 @@ def decode_cost(model, batch: int, lengths=(512, 2048, 4096, 6144), steps: int =
         for n in lengths:
             layers = [(torch.randn(batch, heads, n + steps, dim), torch.randn(batch, heads, n + steps, dim), n)
                       for _ in range(cfg.num_hidden_layers)]
-            cache = _SlabCache(layers)
+            cache = SlabCache(layers)
             mask = torch.ones(batch, n + steps, dtype=torch.long)
             ids = torch.zeros(batch, 1, dtype=torch.long)
             model(input_ids=ids, attention_mask=mask[:, : n + 1], position_ids=torch.full((batch, 1), n), cache=cache)

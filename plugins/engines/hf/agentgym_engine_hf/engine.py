@@ -10,7 +10,6 @@ log-softmax of the raw logits (temperature 1, no top-p) of each sampled token.
 from __future__ import annotations
 
 import contextlib
-import inspect
 import random
 import threading
 from collections import OrderedDict
@@ -20,17 +19,12 @@ from typing import Any
 
 import torch
 from transformers import DynamicCache
-from transformers.cache_utils import Cache, DynamicLayer
 
 from agentgym_core.engine import Engine, GenerationRequest, GenerationResult
 
+from .kvcache import KV, SlabCache, append, buffers, cache_arg, grown, layers, left_padded, out_cache
 from .loading import load_model, prepare_tokenizer, resolve_dtype
 from .sampling import sample_tokens
-
-#: Per layer: keys, values of shape ``[1, heads, capacity, dim]``; the first tokens are valid
-#: (as many as the owner says), the rest is room to append into without copying the context.
-KV = list[tuple[torch.Tensor, torch.Tensor]]
-
 
 @dataclass
 class _Cached:
@@ -110,7 +104,7 @@ class HFEngine(Engine):
         eos = tokenizer.eos_token_id
         self._eos_ids = frozenset([eos] if isinstance(eos, int) else (eos or []))
         base = model.get_base_model() if hasattr(model, "get_base_model") else model
-        self._new_cache_api = "cache" in inspect.signature(type(base).forward).parameters
+        self._cache_arg = cache_arg(base)
         self.dtype = resolve_dtype(dtype, self.device) if not self.shares_weights else next(model.parameters()).dtype
 
     # -- Engine interface -------------------------------------------------------------------
@@ -176,13 +170,13 @@ class HFEngine(Engine):
             if not reuse:
                 past = DynamicCache()
             elif cached is not None and donor is cached.kv:  # the episode's own buffers: append in place
-                past = _SlabCache([(k, v, reuse) for k, v in donor])
+                past = SlabCache([(k, v, reuse) for k, v in donor])
             else:  # another prompt's: copy the shared prefix into buffers of our own
-                past = _SlabCache([(_grown(k, reuse, room), _grown(v, reuse, room), reuse) for k, v in donor])
+                past = SlabCache([(grown(k, reuse, room), grown(v, reuse, room), reuse) for k, v in donor])
             new = torch.tensor([prompt[reuse:]], device=self.device)
             positions = torch.arange(reuse, len(prompt), device=self.device)[None]
             out = self._forward(input_ids=new, position_ids=positions, cache=past, logits_to_keep=1)
-            kv, logits, ran = _buffers(_out_cache(out)), out.logits[0, -1].float(), len(prompt) - reuse
+            kv, logits, ran = buffers(out_cache(out)), out.logits[0, -1].float(), len(prompt) - reuse
         row = _Row(
             request=req,
             kv=kv,
@@ -220,9 +214,7 @@ class HFEngine(Engine):
         return best, best_kv
 
     def _forward(self, *, cache: Any, **inputs: Any) -> Any:
-        # transformers >= 5.x names the argument ``cache``; older versions ``past_key_values``.
-        name = "cache" if self._new_cache_api else "past_key_values"
-        return self.model(**inputs, **{name: cache}, use_cache=True)
+        return self.model(**inputs, **{self._cache_arg: cache}, use_cache=True)
 
     def _decode(self, rows: list[_Row]) -> None:
         self._sample(rows, torch.stack([r.logits for r in rows]))
@@ -233,8 +225,8 @@ class HFEngine(Engine):
             return
         width = max(r.length for r in rows)
         room = max(r.request.params.max_new_tokens for r in rows)
-        cache = _SlabCache(
-            [_left_padded([r.kv[li] for r in rows], [r.length for r in rows], width, room) for li in range(len(rows[0].kv))]
+        cache = SlabCache(
+            [left_padded([r.kv[li] for r in rows], [r.length for r in rows], width, room) for li in range(len(rows[0].kv))]
         )
         mask = torch.zeros(len(rows), width, dtype=torch.long, device=self.device)
         for i, r in enumerate(rows):
@@ -247,13 +239,13 @@ class HFEngine(Engine):
             mask = torch.cat([mask, live], dim=1)
             out = self._forward(input_ids=ids, attention_mask=mask, position_ids=pos, cache=cache)
             self._sample(rows, out.logits[:, -1])
-        final = _layers(cache)  # views of the batch buffers
+        final = layers(cache)  # views of the batch buffers
         for i, r in enumerate(rows):
             fed = len(r.tokens) - 1  # the last sampled token never ran through the model
             # Only the decoded tokens go back into the episode's buffers (the prompt is there already).
             _own(r, r.length + fed)
             decoded = slice(width, width + fed)
-            r.kv = [(_append(rk, r.length, k[i : i + 1, :, decoded]), _append(rv, r.length, v[i : i + 1, :, decoded]))
+            r.kv = [(append(rk, r.length, k[i : i + 1, :, decoded]), append(rv, r.length, v[i : i + 1, :, decoded]))
                     for (rk, rv), (k, v) in zip(r.kv, final)]
             r.length += fed
 
@@ -289,46 +281,6 @@ class HFEngine(Engine):
         )
 
 
-class _SlabLayer(DynamicLayer):
-    """A cache layer in a preallocated buffer: a decoded token is written in place.
-
-    ``DynamicLayer`` appends with ``torch.cat``, copying the whole cache for every token; at a
-    few thousand tokens of context that copy was most of a decode step's time and made a
-    rollout's cost grow with the square of its turns.
-    """
-
-    def __init__(self, keys: torch.Tensor, values: torch.Tensor, length: int) -> None:
-        super().__init__()
-        self._k, self._v, self._n = keys, values, length
-        self.device = keys.device
-        self.is_initialized = True
-        self._expose()
-
-    def lazy_initialization(self, key_states: torch.Tensor, value_states: torch.Tensor) -> None:  # already set up
-        pass
-
-    def update(self, key_states: torch.Tensor, value_states: torch.Tensor, *args: Any, **kwargs: Any):
-        n, m = self._n, key_states.shape[-2]
-        if n + m > self._k.shape[2]:  # out of room: grow by half again (amortised O(1) per token)
-            capacity = max(n + m, self._k.shape[2] * 3 // 2)
-            self._k, self._v = _grown(self._k, n, capacity), _grown(self._v, n, capacity)
-        self._k[:, :, n : n + m] = key_states
-        self._v[:, :, n : n + m] = value_states
-        self._n = n + m
-        self._expose()
-        return self.keys, self.values
-
-    def _expose(self) -> None:
-        self.keys, self.values = self._k[:, :, : self._n], self._v[:, :, : self._n]
-
-
-class _SlabCache(DynamicCache):
-    """A ``DynamicCache`` whose layers are :class:`_SlabLayer` buffers."""
-
-    def __init__(self, layers: list[tuple[torch.Tensor, torch.Tensor, int]]) -> None:
-        Cache.__init__(self, layers=[_SlabLayer(k, v, n) for k, v, n in layers])
-
-
 def _common_prefix(a: list[int], b: list[int], limit: int) -> int:
     """Length of the common prefix of *a* and *b*, at most *limit*."""
     n = min(len(a), len(b), limit)
@@ -349,49 +301,8 @@ def _common_prefix(a: list[int], b: list[int], limit: int) -> int:
 def _own(row: _Row, capacity: int) -> None:
     """Give a row that shares an identical prompt's buffers its own copy (room for *capacity*)."""
     if not row.owned:
-        row.kv = [(_grown(k, row.length, capacity), _grown(v, row.length, capacity)) for k, v in row.kv]
+        row.kv = [(grown(k, row.length, capacity), grown(v, row.length, capacity)) for k, v in row.kv]
         row.owned = True
-
-
-def _append(buf: torch.Tensor, used: int, new: torch.Tensor) -> torch.Tensor:
-    """Write *new* after the first *used* positions of *buf* (grown by half again when full)."""
-    m = new.shape[2]
-    if used + m > buf.shape[2]:
-        buf = _grown(buf, used, max(used + m, buf.shape[2] * 3 // 2))
-    buf[:, :, used : used + m] = new
-    return buf
-
-
-def _grown(t: torch.Tensor, used: int, capacity: int) -> torch.Tensor:
-    """A new buffer of *capacity* positions holding the first *used* positions of *t*."""
-    out = t.new_empty(t.shape[0], t.shape[1], capacity, t.shape[3])
-    out[:, :, :used] = t[:, :, :used]
-    return out
-
-
-def _left_padded(kv: KV, lengths: list[int], width: int, room: int) -> tuple[torch.Tensor, torch.Tensor, int]:
-    """One layer's per-episode caches stacked into a zero-left-padded batch buffer with *room* free slots."""
-    k0 = kv[0][0]
-    shape = (len(kv), k0.shape[1], width + room, k0.shape[3])
-    keys, values = k0.new_zeros(shape), k0.new_zeros(shape)
-    for i, ((k, v), n) in enumerate(zip(kv, lengths)):
-        keys[i, :, width - n : width] = k[0, :, :n]
-        values[i, :, width - n : width] = v[0, :, :n]
-    return keys, values, width
-
-
-def _out_cache(out: Any) -> Any:
-    cache = getattr(out, "cache", None)
-    return cache if cache is not None else out.past_key_values
-
-
-def _layers(cache: Any) -> KV:
-    return [(layer.keys, layer.values) for layer in cache.layers]
-
-
-def _buffers(cache: Any) -> KV:
-    """A prefill's keys/values per layer: the whole buffers of a :class:`_SlabCache`."""
-    return [(layer._k, layer._v) if isinstance(layer, _SlabLayer) else (layer.keys, layer.values) for layer in cache.layers]
 
 
 def _hits_stop(tokenizer: Any, tokens: list[int], stops: tuple[str, ...]) -> bool:

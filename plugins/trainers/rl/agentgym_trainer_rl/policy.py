@@ -7,7 +7,6 @@ every prompt and observation token. Wrapping this module in DDP synchronises its
 from __future__ import annotations
 
 import contextlib
-import inspect
 from typing import Any, Iterator, Optional
 
 import torch
@@ -97,20 +96,11 @@ def _checkpointing(decoder: nn.Module) -> bool:
         getattr(m, "gradient_checkpointing", False) for m in decoder.modules())
 
 
-def _cache_arg(decoder: nn.Module) -> str:
-    # transformers >= 5.x names the argument ``cache``; older versions ``past_key_values``.
-    return "cache" if "cache" in inspect.signature(type(decoder).forward).parameters else "past_key_values"
-
-
-def _out_cache(out: Any) -> Any:
-    cache = getattr(out, "cache", None)
-    return out.past_key_values if cache is None else cache
-
-
 def _prefix_kv(decoder: nn.Module, ids: torch.Tensor) -> list[tuple[torch.Tensor, torch.Tensor]]:
     """Run *ids* (batch 1) and return each layer's keys and values."""
-    cache = _out_cache(decoder(input_ids=ids, use_cache=True))
-    return [(layer.keys, layer.values) for layer in cache.layers]
+    from agentgym_engine_hf.kvcache import layers, out_cache
+
+    return layers(out_cache(decoder(input_ids=ids, use_cache=True)))
 
 
 def _shared_prefix_hidden(decoder: nn.Module, ids: torch.Tensor, mask: torch.Tensor, p: int,
@@ -119,17 +109,18 @@ def _shared_prefix_hidden(decoder: nn.Module, ids: torch.Tensor, mask: torch.Ten
     keys/values of tokens ``[0, base)`` every row shares, when given), repeat its KV cache for
     every row, then run each row's remaining tokens against it. Gradients flow into the prefix
     through the cache, so the result equals the full pass (to float rounding)."""
+    from agentgym_engine_hf.kvcache import cache_arg, out_cache
     from transformers import DynamicCache
 
     n, width = ids.shape
-    name = _cache_arg(decoder)
+    name = cache_arg(decoder)
     if head is not None:
         cache = DynamicCache(ddp_cache_data=head)  # a new cache over the shared tensors (never written in place)
         if p > base:
             positions = torch.arange(base, p, device=ids.device)[None]
             decoder(input_ids=ids[:1, base:p], position_ids=positions, use_cache=True, **{name: cache})
     else:
-        cache = _out_cache(decoder(input_ids=ids[:1, :p], use_cache=True))
+        cache = out_cache(decoder(input_ids=ids[:1, :p], use_cache=True))
     cache.batch_repeat_interleave(n)
     positions = torch.arange(p, width, device=ids.device).expand(n, -1)
     tail = decoder(input_ids=ids[:, p:], attention_mask=mask, position_ids=positions, use_cache=True,
