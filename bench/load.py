@@ -91,8 +91,8 @@ def main() -> None:
     args = ap.parse_args()
     r = run(args.sessions, args.seconds, args.warmup)
     print(f"machine: {platform.machine()} {os.cpu_count()} cores, python {platform.python_version()}")
-    print(f"| sessions | seconds | steps | steps/s | episodes | errors | open after close | RSS warm (MiB) | RSS end | RSS max |")
-    print(f"|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+    print("| sessions | seconds | steps | steps/s | episodes | errors | open after close | RSS warm (MiB) | RSS end | RSS max |")
+    print("|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
     print(f"| {args.sessions} | {r['seconds']:.0f} | {r['steps']} | {r['steps_per_s']:.0f} | {r['episodes']} | {r['errors']} | "
           f"{r['open_after_close']} | {r['rss_warm_mib']:.1f} | {r['rss_end_mib']:.1f} | {r['rss_max_mib']:.1f} |")
     if r["first_errors"]:

@@ -377,7 +377,7 @@ class EnvServer:
         while True:
             await asyncio.sleep(max(0.05, min(ttl / 4, 5.0)))
             now = time.monotonic()
-            for sid, session in list(self.sessions.items()):
+            for session in list(self.sessions.values()):
                 if not session.lock.locked() and now - session.last_used > ttl:
                     self._forget(session)
                     self.reaped += 1

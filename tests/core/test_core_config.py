@@ -3,6 +3,7 @@ import types
 from dataclasses import dataclass, field
 
 import pytest
+from omegaconf.errors import ReadonlyConfigError
 
 from agentgym_core import hookimpl
 from agentgym_core.components import Trainer
@@ -106,7 +107,7 @@ def test_shorthand_and_reward_list(manager, tmp_path):
 
 def test_config_is_read_only(manager):
     cfg = load_config(None, [], manager)
-    with pytest.raises(Exception):
+    with pytest.raises(ReadonlyConfigError):
         cfg.trainer.lr = 3.0
 
 

@@ -140,5 +140,5 @@ def test_token_not_written_to_run_config():
     text = to_yaml(cfg)
     assert SECRET not in text and "<redacted>" in text
     # read back (as --resume does), the redacted token counts as unset: AGENTGYM_ENV_TOKEN supplies it
-    again = load_config([], [f"env.name=babyai", "env.token=<redacted>"], manager=get_plugin_manager())
+    again = load_config([], ["env.name=babyai", "env.token=<redacted>"], manager=get_plugin_manager())
     assert again.env.token is None

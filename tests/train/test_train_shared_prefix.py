@@ -12,7 +12,7 @@ transformers = pytest.importorskip("transformers")
 from agentgym_core.rollout.trajectory import Trajectory, Turn  # noqa: E402
 from agentgym_trainer_rl.algorithms import ALGORITHMS, Options  # noqa: E402
 from agentgym_trainer_rl.batch import build_batch  # noqa: E402
-from agentgym_trainer_rl.policy import PolicyModule, apply_lora  # noqa: E402
+from agentgym_trainer_rl.policy import PolicyModule, apply_lora, enable_checkpointing  # noqa: E402
 from agentgym_trainer_rl.update import Updater, UpdateOptions  # noqa: E402
 
 VOCAB = 64
@@ -133,7 +133,7 @@ def test_gradient_checkpointing_falls_back_to_whole_rows():
     out = []
     for plan in (None, batch.prefix_plan(min_prefix=8)):
         lm = tiny_lm()
-        lm.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": False})
+        enable_checkpointing(lm)
         policy = PolicyModule(lm).train()
         res = policy(batch.input_ids, batch.attention_mask, batch.loss_mask, plan=plan)
         res["logprobs"].sum().backward()

@@ -266,13 +266,13 @@ def run_tests(job, violations):
         mod = compile(ast.Module(body=[stmt], type_ignores=[]), "tests.py", "exec")
         if not is_test:
             try:
-                timed(lambda: exec(mod, ns))
+                timed(lambda mod=mod: exec(mod, ns))
             except (Exception, TestTimeout):
                 pass
             continue
         entry = {"ok": False, "source": ast.get_source_segment(job["test"], stmt).splitlines()[0].strip()[:200]}
         try:
-            timed(lambda: exec(mod, ns))
+            timed(lambda mod=mod: exec(mod, ns))
             entry["ok"] = True
         except TestTimeout:
             entry["error"] = f"time limit ({per_test} s per test) exceeded"
@@ -282,8 +282,9 @@ def run_tests(job, violations):
             entry["error"] = describe(exc) if str(exc) else "AssertionError"
             if isinstance(stmt, ast.Assert) and isinstance(stmt.test, ast.Compare) and len(stmt.test.comparators) == 1:
                 try:
-                    left = timed(lambda: eval(compile(ast.Expression(stmt.test.left), "t", "eval"), ns))
-                    right = timed(lambda: eval(compile(ast.Expression(stmt.test.comparators[0]), "t", "eval"), ns))
+                    lhs, rhs = (compile(ast.Expression(e), "t", "eval") for e in (stmt.test.left, stmt.test.comparators[0]))
+                    left = timed(lambda lhs=lhs: eval(lhs, ns))
+                    right = timed(lambda rhs=rhs: eval(rhs, ns))
                     entry["error"] = f"AssertionError: got {short_repr(left)}, expected {short_repr(right)}"
                 except (Exception, TestTimeout):
                     pass

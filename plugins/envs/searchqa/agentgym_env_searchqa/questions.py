@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import collections
 import hashlib
-import json
 import re
 from pathlib import Path
 from typing import Any

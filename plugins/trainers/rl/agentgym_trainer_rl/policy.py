@@ -90,6 +90,14 @@ class PolicyModule(nn.Module):
         return hidden[inverse]
 
 
+def enable_checkpointing(lm: nn.Module) -> None:
+    """Turn on gradient (activation) checkpointing under the name this transformers uses."""
+    if hasattr(lm, "activation_checkpointing_enable"):  # the newer name (transformers 5.2x)
+        lm.activation_checkpointing_enable(activation_checkpointing_kwargs={"use_reentrant": False})
+    else:
+        lm.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": False})
+
+
 def _checkpointing(decoder: nn.Module) -> bool:
     """Gradient checkpointing drops the KV cache in training, so a shared prefix cannot be used."""
     return decoder.training and torch.is_grad_enabled() and any(

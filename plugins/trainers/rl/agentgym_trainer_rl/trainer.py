@@ -23,7 +23,7 @@ from agentgym_core.errors import AgentGymError, ConfigError
 from .algorithms import ALGORITHMS, Options
 from .batch import build_batch
 from .config import RLConfig, UpdateConfig
-from .policy import PolicyModule, apply_lora, frozen_copy, load_lm
+from .policy import PolicyModule, apply_lora, enable_checkpointing, frozen_copy, load_lm
 from .rundir import ResumeError, RunDir, TaskCursor, load_trainer_state, rng_state, set_rng_state
 from .update import Updater, UpdateOptions
 
@@ -82,7 +82,7 @@ class RLTrainer(Trainer):
         lm.to(self.acc.device)
         self.bf16 = cfg.model.dtype in ("auto", "bf16") and self.backend.supports_bf16()
         if tc.gradient_checkpointing:
-            lm.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": False})
+            enable_checkpointing(lm)
         self.algorithm = ALGORITHMS[tc.algorithm]
         reference = None
         if tc.finetune == "lora":

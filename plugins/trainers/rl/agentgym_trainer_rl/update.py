@@ -41,7 +41,7 @@ class Updater:
         optimizer: torch.optim.Optimizer,
         algorithm: Algorithm,
         opts: UpdateOptions,
-        algo_opts: Options = Options(),
+        algo_opts: Optional[Options] = None,
         accelerator: Any = None,
         reference: Optional[torch.nn.Module] = None,
     ) -> None:
@@ -49,7 +49,7 @@ class Updater:
         self.optimizer = optimizer
         self.algorithm = algorithm
         self.opts = opts
-        self.algo_opts = algo_opts
+        self.algo_opts = algo_opts if algo_opts is not None else Options()
         self.accelerator = accelerator
         self.reference = reference  # full fine-tuning: a frozen PolicyModule; LoRA: None
 
@@ -176,7 +176,7 @@ class Updater:
                     mask = self._to(mb.loss_mask)
                     defer = self.accelerator is not None and i < len(micros) - 1
 
-                    def sync() -> Any:  # DDP: all-reduce gradients only on the last micro-batch
+                    def sync(defer: bool = defer) -> Any:  # DDP: all-reduce gradients only on the last micro-batch
                         return self.accelerator.no_sync(self.policy) if defer else contextlib.nullcontext()
 
                     plan = self._plan(mb)
