@@ -25,6 +25,9 @@ import time
 from datetime import datetime, timezone
 
 
+GROUP = 4  # episodes per task, as a GRPO group
+
+
 def _echo_env():
     from agentgym_core import BaseEnv
 
@@ -89,13 +92,15 @@ def bench_rollout(model, tok, device: str, batch: int, turns: int, new_tokens: i
     _peak_reset(device)
     stats: dict = {}
     start = time.perf_counter()
-    trajs = asyncio.run(rollout(engine, LocalEnvPool(env), [(i, i) for i in range(batch)], seed=0, stats=stats, **kwargs))
+    # GRPO-shaped: groups of GROUP episodes play the same task (so they share its prompt)
+    tasks = [(i // GROUP, i // GROUP) for i in range(batch)]
+    trajs = asyncio.run(rollout(engine, LocalEnvPool(env), tasks, seed=0, stats=stats, **kwargs))
     wall = time.perf_counter() - start
     generated = sum(sum(t.loss_mask) for t in trajs)
     total = sum(len(t.token_ids) for t in trajs)
     prefill = sum(t.prefill_tokens for t in trajs)
     engine.close()
-    return {"phase": f"rollout hf engine, batch {batch}", "seconds": wall, "tokens": generated,
+    return {"phase": f"rollout hf engine, batch {batch} (groups of {GROUP})", "seconds": wall, "tokens": generated,
             "tokens_per_s": generated / wall, "episode_tokens": total, "prefill_tokens": prefill,
             "mean_batch": stats.get("mean_batch"), "peak_gib": _peak_gib(device)}, trajs
 
@@ -122,7 +127,8 @@ def bench_generate(model, tok, device: str, batch: int, new_tokens: int, cache: 
             "tokens_per_s": n / wall, "peak_gib": _peak_gib(device)}
 
 
-def bench_train(model, tok, device: str, trajs: list, steps: int, grad_accum: int, params: int, peak_tflops: float) -> dict:
+def bench_train(model, tok, device: str, trajs: list, steps: int, grad_accum: int, params: int, peak_tflops: float,
+                share_prefix: bool) -> dict:
     import torch
 
     from agentgym_trainer_rl.algorithms import ALGORITHMS
@@ -131,15 +137,14 @@ def bench_train(model, tok, device: str, trajs: list, steps: int, grad_accum: in
     from agentgym_trainer_rl.update import UpdateOptions, Updater
 
     rng = random.Random(0)
-    for t in trajs:  # GRPO needs reward differences inside a group to produce a gradient
+    for t in trajs:  # GRPO needs reward differences inside a group (of GROUP) to produce a gradient
         t.rewards = [0.0] * (len(t.turns) - 1) + [float(rng.random() < 0.5)]
-        t.group_id = t.task_id // 4
     model.float().train()  # fp32 master weights + bf16 autocast, as the trainer runs
     policy = PolicyModule(model).to(device)
     optimizer = torch.optim.AdamW([p for p in policy.parameters() if p.requires_grad], lr=1e-6)
     bf16 = device.startswith("cuda")
     updater = Updater(policy, optimizer, ALGORITHMS["grpo"],
-                      UpdateOptions(bf16=bf16, device=device, grad_accum=grad_accum))
+                      UpdateOptions(bf16=bf16, device=device, grad_accum=grad_accum, share_prefix=share_prefix))
     batch = build_batch(trajs, pad_id=tok.pad_token_id or 0)
     tokens = int(batch.attention_mask.sum())
     updater.step(build_batch(trajs, pad_id=tok.pad_token_id or 0))  # warm-up (allocator, kernels)
@@ -155,7 +160,8 @@ def bench_train(model, tok, device: str, trajs: list, steps: int, grad_accum: in
     # last generated one), not the batch's tokens, so skipped work does not inflate it.
     run = metrics.get("run_tokens", tokens)
     mfu = 6 * params * run / (wall / steps) / (peak_tflops * 1e12) if device.startswith("cuda") else None
-    return {"phase": f"train rl Updater (grpo, {'bf16' if bf16 else 'fp32'}), {len(trajs)} episodes",
+    sharing = "group prompt once" if share_prefix else "no prefix sharing"
+    return {"phase": f"train rl Updater (grpo, {'bf16' if bf16 else 'fp32'}, {sharing}), {len(trajs)} episodes",
             "seconds": wall, "tokens": tokens * steps, "tokens_per_s": rate, "mfu": mfu, "run_tokens": run * steps,
             "updates": metrics.get("updates"), "peak_gib": _peak_gib(device)}
 
@@ -200,7 +206,12 @@ def main() -> int:
                 rows.append(bench_generate(model, tok, device, batch, args.max_new_tokens, cache))
             except Exception as exc:  # noqa: BLE001 - a transformers version without it: say so, go on
                 rows.append({"phase": f"hf generate only, {cache} cache, batch {batch}", "error": f"{type(exc).__name__}: {exc}"[:120]})
-    rows.append(bench_train(model, tok, device, train_trajs, args.train_steps, args.grad_accum, params, args.peak_tflops))
+    for share in (True, False):  # whether running a group's prompt once pays off on this device
+        try:
+            rows.append(bench_train(model, tok, device, train_trajs, args.train_steps, args.grad_accum, params,
+                                    args.peak_tflops, share))
+        except Exception as exc:  # noqa: BLE001 - keep the rows measured so far; say what failed
+            rows.append({"phase": f"train rl Updater (share_prefix={share})", "error": f"{type(exc).__name__}: {exc}"[:200]})
     name = torch.cuda.get_device_name() if device.startswith("cuda") else platform.processor() or platform.machine()
     head = {"date": datetime.now(timezone.utc).isoformat(timespec="seconds"), "device": f"{device} ({name})",
             "params": params, "torch": torch.__version__, "smoke": args.smoke, "total_seconds": time.perf_counter() - t0,

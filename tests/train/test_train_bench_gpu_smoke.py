@@ -30,12 +30,15 @@ def test_gpu_bench_smoke_mode_runs_every_phase(tmp_path):
     assert result["smoke"] is True and result["device"].startswith("cpu")
     rows = {r["phase"]: r for r in result["rows"]}
     for batch in (4, 8):
-        rollout = rows[f"rollout hf engine, batch {batch}"]
+        rollout = rows[f"rollout hf engine, batch {batch} (groups of 4)"]
         assert rollout["tokens"] > 0 and rollout["prefill_tokens"] > 0
         assert rollout["prefill_tokens"] <= rollout["episode_tokens"]  # the per-episode KV cache is reused
         assert rows[f"hf generate only, dynamic cache, batch {batch}"]["tokens"] == batch * 8
-    train = next(r for name, r in rows.items() if name.startswith("train rl Updater"))
-    assert "error" not in train and train["updates"] == 1
-    # MFU counts only the tokens the update ran: never more than the batch holds.
-    assert 0 < train["run_tokens"] <= train["tokens"]
+    shared, plain = (next(r for name, r in rows.items() if name.startswith("train rl Updater") and what in name)
+                     for what in ("group prompt once", "no prefix sharing"))
+    for train in (shared, plain):
+        assert "error" not in train and train["updates"] == 1
+    # MFU counts only the tokens the update ran: never more than the batch holds, and fewer
+    # when a group's common prompt runs once.
+    assert 0 < shared["run_tokens"] < plain["run_tokens"] <= plain["tokens"] == shared["tokens"]
     assert "| train rl Updater" in proc.stdout
