@@ -55,6 +55,12 @@ class Engine:
     def generate(self, requests: list[GenerationRequest]) -> list[GenerationResult]:
         raise NotImplementedError
 
+    #: True when ``generate`` runs the trainer's live model object, so updates are seen as
+    #: they happen; the trainer then passes that model to :meth:`update_weights` (to drop
+    #: cached keys/values). False (an engine with its own copy, such as vLLM): after every
+    #: update the trainer passes a state dict under the base model's names, LoRA merged in.
+    shares_weights: bool = False
+
     def update_weights(self, source: Any) -> None:
         """Make the next ``generate`` use new policy weights (a model or a state dict)."""
         raise NotImplementedError

@@ -34,3 +34,27 @@ def tiny_config(model: Path, out: Path, name: str = "tiny", **extra: str) -> lis
     }
     items.update(extra)
     return [f"{k}={v}" for k, v in items.items()]
+
+
+def own_copy_engine_class():
+    """An hf engine that loads its own copy of the weights from the model's folder, as vLLM does.
+
+    The trainer must send it the policy's weights after every update
+    (``tests/train/test_train_weight_sync.py``).
+    """
+    from agentgym_engine_hf.engine import HFEngine
+
+    class OwnCopyEngine(HFEngine):
+        Config = HFEngine.Config
+
+        def __init__(self, model, tokenizer=None, **options):
+            base = model.get_base_model() if hasattr(model, "get_base_model") else model
+            super().__init__(base.config._name_or_path, tokenizer, dtype="fp32", **options)
+
+    return OwnCopyEngine
+
+
+def __getattr__(name):  # "train_helpers:OwnCopyEngine" as a registry import string, built on first use
+    if name == "OwnCopyEngine":
+        return own_copy_engine_class()
+    raise AttributeError(name)

@@ -174,6 +174,34 @@ def apply_lora(lm: nn.Module, r: int, alpha: int, dropout: float, targets: list[
     return get_peft_model(lm, config)
 
 
+@torch.no_grad()
+def plain_state_dict(lm: nn.Module) -> dict[str, torch.Tensor]:
+    """The policy's weights under the base model's names, LoRA adapters merged in.
+
+    What an engine holding its own copy of the model (vLLM) loads after each update; the
+    live model is left as it is (no ``merge_and_unload``).
+    """
+    if not hasattr(lm, "get_base_model"):
+        return {k: v.detach() for k, v in lm.state_dict().items()}
+    base = lm.get_base_model()
+    out: dict[str, torch.Tensor] = {}
+    for name, module in base.named_modules():
+        inner = getattr(module, "base_layer", None)
+        if inner is None or not hasattr(module, "get_delta_weight"):
+            continue
+        weight = inner.weight.detach().clone()
+        for adapter in module.active_adapters:
+            if adapter in getattr(module, "lora_A", {}):
+                weight += module.get_delta_weight(adapter).to(weight.dtype)
+        out[f"{name}.weight"] = weight
+        if getattr(inner, "bias", None) is not None:
+            out[f"{name}.bias"] = inner.bias.detach()
+    for key, value in base.state_dict().items():
+        if ".base_layer." not in key and "lora_" not in key:
+            out.setdefault(key, value.detach())
+    return out
+
+
 def frozen_copy(lm: nn.Module) -> nn.Module:
     """A frozen copy of *lm* (the reference policy for full fine-tuning)."""
     import copy

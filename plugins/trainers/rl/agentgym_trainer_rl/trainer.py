@@ -23,7 +23,7 @@ from agentgym_core.errors import AgentGymError, ConfigError
 from .algorithms import ALGORITHMS, Options
 from .batch import build_batch
 from .config import RLConfig, UpdateConfig
-from .policy import PolicyModule, apply_lora, enable_checkpointing, frozen_copy, load_lm
+from .policy import PolicyModule, apply_lora, enable_checkpointing, frozen_copy, load_lm, plain_state_dict
 from .rundir import ResumeError, RunDir, TaskCursor, load_trainer_state, rng_state, set_rng_state
 from .update import Updater, UpdateOptions
 
@@ -141,6 +141,20 @@ class RLTrainer(Trainer):
             stats=stats, **kw))
         return trajs, stats
 
+    def _sync_engine(self) -> float:
+        """Give the engine the policy's current weights; returns the seconds it took.
+
+        An engine with its own copy of the model (vLLM) gets them as a state dict after every
+        update; without this it would keep sampling from the weights it started with. An
+        engine running the live model only drops what it cached under the old weights.
+        """
+        start = time.perf_counter()
+        if getattr(self.engine, "shares_weights", False):
+            self.engine.update_weights(self.module.lm)
+        else:
+            self.engine.update_weights(plain_state_dict(self.module.lm))
+        return time.perf_counter() - start
+
     def _reward(self, trajectories: list) -> None:
         for t in trajectories:
             total = [0.0] * len(t.turns)
@@ -214,6 +228,7 @@ class RLTrainer(Trainer):
         cfg, tc, hook = self.config, self.tc, self.manager.hook
         run_dir = str(self.rd.path)
         start, nonfinite = self._restore() if self.ckpt is not None else (0, 0)
+        self._sync_engine()  # a resumed LoRA run: an engine with its own weights has the base model's
         hook.on_run_start(run_dir=run_dir, config=cfg)
         status, last = "failed", {}
         try:
@@ -271,6 +286,7 @@ class RLTrainer(Trainer):
         batch = build_batch(trajs, pad_id=self.tokenizer.pad_token_id or 0)
         train = self.updater.step(batch)
         self.lr_sched.step()
+        sync = self._sync_engine() if train["updates"] else 0.0
         t2 = time.perf_counter()
         if self.world > 1:
             gathered = gather_object([train])
@@ -285,6 +301,7 @@ class RLTrainer(Trainer):
             nonfinite = 0
         metrics = _metrics(step, horizon, everything, train, stats, t0, t1, t2, self.world)
         metrics["lr"] = self.lr_sched.get_last_lr()[0]
+        metrics["weight_sync_time_s"] = sync
         self.scheduler.observe(step, metrics)
         if self.main:
             self.rd.log(metrics)
