@@ -190,6 +190,32 @@ def _unknown_keys(path: str, cls: type, section: Any) -> None:
             _unknown_keys(f"{path}.{key}", sub_type, section[key])
 
 
+def check_options(what: str, cls: type | None, options: dict[str, Any]) -> None:
+    """Check a component's keyword *options* (``--options``, code) as a config section is.
+
+    Unknown keys fail with a "did you mean" and the valid ones; wrong types and the config
+    dataclass's own checks fail naming the option. *what* names the component in messages
+    (``"env 'babyai'"``). Values a config file cannot hold (objects passed from code) are left
+    to the component.
+    """
+    if cls is None or not dataclasses.is_dataclass(cls):
+        return
+    fields = {f.name for f in dataclasses.fields(cls)}
+    for key in options:
+        if key not in fields:
+            valid = f"Valid options: {', '.join(sorted(fields))}" if fields else "It takes no options"
+            raise ConfigError(f"{what}: unknown option {key!r}.{did_you_mean(str(key), fields)} {valid}")
+    try:
+        section = OmegaConf.create(dict(options))
+    except OmegaConfBaseException:
+        return
+    try:
+        _check("options", cls, section)
+    except ConfigError as exc:
+        msg = str(exc).replace("config key 'options.", "option '").replace("config section 'options'", "options")
+        raise ConfigError(f"{what}: {msg}") from None
+
+
 def component_options(cfg_section: Any, kind: str, manager: Any) -> dict[str, Any]:
     """The keyword options for building the component a section selects (frame keys removed)."""
     spec = next(s for s in SECTIONS.values() if s.kind == kind)

@@ -81,7 +81,8 @@ def register_engines(registry: Any) -> None:
 # -- lifecycle (loggers and callbacks) ----------------------------------------------------
 @hookspec
 def on_run_start(run_dir: str, config: Any) -> None:
-    """A training or evaluation run is about to start.
+    """A training run is about to start (its before/after evaluations run inside it;
+    ``agentgym eval`` alone fires no lifecycle hook).
 
     :param run_dir: the run directory (``runs/<name>``), already created.
     :param config: the resolved run config (an OmegaConf ``DictConfig``, read-only).

@@ -20,9 +20,9 @@ def _options(raw: str | None) -> dict:
     try:
         value = json.loads(raw)
     except ValueError as exc:
-        raise AgentGymError(f"--options must be a JSON object, e.g. '{{\"level\": 2}}': {exc}") from None
+        raise AgentGymError(f"--options must be a JSON object, e.g. '{{\"levels\": \"easy\"}}': {exc}") from None
     if not isinstance(value, dict):
-        raise AgentGymError(f"--options must be a JSON object, e.g. '{{\"level\": 2}}', got {raw!r}")
+        raise AgentGymError(f"--options must be a JSON object, e.g. '{{\"levels\": \"easy\"}}', got {raw!r}")
     return value
 
 
@@ -59,26 +59,21 @@ def serve(name: str, host: str, port: int, max_sessions: int, token: str | None,
 
 @env.command()
 @click.argument("name")
-@click.option("--task-id", default=None, type=int, help="Task id (default: the first of the train split).")
+@click.option("--task-id", default=None, type=click.IntRange(min=0), help="Task id (default: the first of the train split).")
 @click.option("--options", "options_json", default=None, help="JSON object of env options (constructor keywords).")
 def play(name: str, task_id: int | None, options_json: str | None) -> None:
     """Play env NAME (a registered name or module:Class) in the terminal, one action per line."""
-    from agentgym_core.env.serving import resolve_env
+    from agentgym_core.env.serving import env_factory
 
-    cls, _ = resolve_env(name)
-    options = _options(options_json)
-    try:
-        instance = cls(**options)
-    except TypeError as exc:
-        raise AgentGymError(f"env {name!r} cannot be built with options {options}: {exc}") from None
-    with instance:
+    factory, _ = env_factory(name, _options(options_json))
+    with factory() as instance:
         if task_id is None:
             task_id = instance.splits()["train"][0]
         click.secho(f"# {name}, task {task_id}", bold=True)
         if instance.instruction:
             click.echo(instance.instruction.strip())
         click.echo(f"(action format: {instance.action_format}; end with Ctrl-D)\n")
-        click.echo(instance.reset(task_id=task_id))
+        click.echo(_call(name, f"reset(task_id={task_id})", instance.reset, task_id=task_id))
         total, steps = 0.0, 0
         while True:
             click.echo("> ", nl=False)
@@ -89,7 +84,7 @@ def play(name: str, task_id: int | None, options_json: str | None) -> None:
             action = line.rstrip("\n")
             if not action.strip():
                 continue
-            obs, reward, done, info = instance.step(action)
+            obs, reward, done, info = _call(name, f"step({action!r})", instance.step, action)
             steps += 1
             total += float(reward)
             click.echo(obs)
@@ -99,3 +94,12 @@ def play(name: str, task_id: int | None, options_json: str | None) -> None:
                 outcome = "success" if info.get("success") else "ended"
                 click.secho(f"Episode {outcome} after {steps} steps, return {total:g}.", bold=True)
                 break
+
+
+def _call(name: str, what: str, fn, *args, **kwargs):
+    """Run the env's reset or step; an exception becomes one line naming the env and the call."""
+    try:
+        return fn(*args, **kwargs)
+    except Exception as exc:  # noqa: BLE001 - the env's own code: report it, don't dump a traceback
+        raise AgentGymError(f"env {name!r} raised in {what}: {type(exc).__name__}: {exc} "
+                            "(agentgym --debug env play ... shows the traceback)") from exc

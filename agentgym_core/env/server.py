@@ -28,7 +28,7 @@ from starlette.routing import Route
 
 from .base import BaseEnv
 from .openapi import openapi_schema
-from .wire import EXAMPLES, HTTPError, check_step, describe_value, int_field, json_response, key_field
+from .wire import EXAMPLES, HTTPError, check_step, describe_value, int_field, json_kind, json_response, key_field
 
 log = logging.getLogger("agentgym.env.server")
 
@@ -172,7 +172,7 @@ class EnvServer:
         except (ValueError, UnicodeDecodeError, RecursionError) as exc:  # RecursionError: absurdly deep nesting
             raise HTTPError(400, f"request body is not valid JSON: {exc}") from None
         if not isinstance(data, dict):
-            raise HTTPError(422, f"request body must be a JSON object, e.g. {EXAMPLES[request.url.path]}; got {type(data).__name__}")
+            raise HTTPError(422, f"request body must be a JSON object, e.g. {EXAMPLES[request.url.path]}; got {json_kind(data)}")
         return data
 
     def _session(self, raw_id: Any) -> Session:

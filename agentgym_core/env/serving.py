@@ -22,19 +22,49 @@ def resolve_env(name: str, manager: Any = None) -> tuple[type, str | None]:
     *name* is a registered env name, or an import string ``"package.module:Class"`` of a
     ``BaseEnv`` subclass (handy while writing a plugin, before it is installed).
     """
+    cls, distribution, _ = _resolve(name, manager)
+    return cls, distribution
+
+
+def _resolve(name: str, manager: Any) -> tuple[type, str | None, type | None]:
+    """The env class, its distribution and its config dataclass (what its options may be)."""
+    from ..registry import config_from_signature
+
     if ":" in name:
         from ..registry import import_string
 
         cls = import_string(name)
         if not (isinstance(cls, type) and issubclass(cls, BaseEnv)):
             raise AgentGymError(f"{name!r} is not a subclass of agentgym_core.BaseEnv")
-        return cls, None
+        return cls, None, getattr(cls, "Config", None) or config_from_signature(cls, "env_config")
     if manager is None:
         from ..plugins import get_plugin_manager
 
         manager = get_plugin_manager()
     entry = manager.registry("envs").get(name)
-    return entry.load(), entry.distribution
+    return entry.load(), entry.distribution, entry.config_class()
+
+
+def env_factory(name: str, options: dict[str, Any] | None = None, *,
+                manager: Any = None) -> tuple[Callable[[], BaseEnv], str | None]:
+    """A function building env *name* with *options*, and the env's distribution.
+
+    The options are checked against the env's config dataclass as a run config's env
+    section is (unknown keys with a "did you mean", wrong types), and one env is built
+    right away, so that bad options fail here with a clear message, not in a session.
+    """
+    from ..config import check_options
+
+    cls, distribution, config_cls = _resolve(name, manager)
+    options = dict(options or {})
+    check_options(f"env {name!r}", config_cls, options)
+    factory = functools.partial(cls, **options)
+    try:
+        factory().close()
+    except Exception as exc:
+        raise AgentGymError(f"env {name!r} cannot be built with options {options}: {type(exc).__name__}: "
+                            f"{str(exc).rstrip('.')}. Check the env section of the config (or --options)") from exc
+    return factory, distribution
 
 
 def build_env_server(name: str, options: dict[str, Any] | None = None, *, manager: Any = None,
@@ -45,14 +75,7 @@ def build_env_server(name: str, options: dict[str, Any] | None = None, *, manage
     """
     from importlib import metadata
 
-    cls, distribution = resolve_env(name, manager)
-    options = dict(options or {})
-    factory = functools.partial(cls, **options)
-    try:
-        factory().close()
-    except Exception as exc:
-        raise AgentGymError(f"env {name!r} cannot be built with options {options}: {type(exc).__name__}: {exc}. "
-                            f"Check the env section of the config (or --options)") from exc
+    factory, distribution = env_factory(name, options, manager=manager)
     version = None
     if distribution:
         try:
@@ -64,12 +87,20 @@ def build_env_server(name: str, options: dict[str, Any] | None = None, *, manage
 
 def bind_socket(host: str = "127.0.0.1", port: int = 0):
     """A listening socket on *host*:*port* (port 0: a free one); returns ``(socket, url)``."""
+    import errno
     import socket
 
     family = socket.AF_INET6 if ":" in host else socket.AF_INET
     sock = socket.socket(family, socket.SOCK_STREAM)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    sock.bind((host, port))
+    try:
+        sock.bind((host, port))
+    except OSError as exc:
+        sock.close()
+        fix = ("another process listens there: pick another --port, or --port 0 for a free one"
+               if exc.errno == errno.EADDRINUSE else
+               f"is {host!r} an address of this machine? (--host 127.0.0.1 serves this machine only)")
+        raise AgentGymError(f"cannot listen on {host}:{port}: {exc.strerror or exc}; {fix}") from None
     sock.listen(2048)
     sock.set_inheritable(True)
     bound = sock.getsockname()[1]

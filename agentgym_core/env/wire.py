@@ -25,6 +25,17 @@ EXAMPLES = {
 }
 
 
+def json_kind(value: Any) -> str:
+    """The JSON name of a decoded value's type (``null``, ``array``, ...), for error messages."""
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "a boolean"
+    if isinstance(value, (int, float)):
+        return "a number"
+    return {str: "a string", list: "an array", dict: "an object"}.get(type(value), type(value).__name__)
+
+
 def describe_value(value: Any) -> str:
     return "nothing" if value is None else f"{type(value).__name__} {json.dumps(value, default=str)[:60]}"
 

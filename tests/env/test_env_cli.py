@@ -57,3 +57,47 @@ def test_serve_prints_its_url_and_answers_a_plain_agentgym_client():
         proc.terminate()
         proc.wait(timeout=15)
     assert proc.returncode is not None
+
+
+def _one_line_error(out: subprocess.CompletedProcess) -> str:
+    assert out.returncode != 0, out.stdout
+    assert "Traceback" not in out.stderr, out.stderr
+    lines = [x for x in out.stderr.splitlines() if x.strip()]
+    assert len(lines) == 1 and lines[0].startswith("Error: "), out.stderr
+    return lines[0]
+
+
+def test_serve_and_play_check_options_like_the_run_config():
+    for cmd in ("serve", "play"):
+        out = subprocess.run([*AGENTGYM, "env", cmd, TOY, "--options", '{"strat": 1}'], input="",
+                             capture_output=True, text=True, timeout=60)
+        line = _one_line_error(out)
+        assert "unknown option 'strat'" in line and "Did you mean 'start'?" in line, line
+    out = subprocess.run([*AGENTGYM, "env", "play", TOY, "--options", '{"start": "zero"}'], input="",
+                         capture_output=True, text=True, timeout=60)
+    line = _one_line_error(out)
+    assert "option 'start'" in line and "zero" in line, line
+
+
+def test_serve_on_a_busy_port_is_a_one_line_error():
+    import socket
+
+    with socket.socket() as busy:
+        busy.bind(("127.0.0.1", 0))
+        busy.listen()
+        port = busy.getsockname()[1]
+        out = subprocess.run([*AGENTGYM, "env", "serve", TOY, "--port", str(port)],
+                             capture_output=True, text=True, timeout=60)
+    line = _one_line_error(out)
+    assert f"cannot listen on 127.0.0.1:{port}" in line and "--port 0" in line, line
+
+
+def test_play_reports_an_env_exception_in_one_line_and_refuses_negative_ids():
+    out = subprocess.run([*AGENTGYM, "env", "play", TOY, "--task-id", "1"], input="inc\nboom\n",
+                         capture_output=True, text=True, timeout=60)
+    line = _one_line_error(out)
+    assert "env 'agentgym_env_toys:CounterEnv' raised in step('boom'): ValueError: the counter exploded" in line
+    assert "value 1" in out.stdout  # the steps before it were played
+    out = subprocess.run([*AGENTGYM, "env", "play", TOY, "--task-id", "-1"], input="",
+                         capture_output=True, text=True, timeout=60)
+    assert out.returncode == 2 and "-1 is not in the range x>=0" in out.stderr

@@ -26,8 +26,8 @@ def _import_vllm() -> Any:
         import vllm
     except ImportError as exc:
         raise VLLMUnavailableError(
-            "engine 'vllm' needs the vllm package, which is not installed: "
-            "pip install 'agentgym-engine-vllm[vllm]' on a machine with a CUDA GPU, or use engine.name=hf"
+            "engine 'vllm' needs the vllm package, which is not installed: from the AgentGym checkout, "
+            "pip install -e 'plugins/engines/vllm[vllm]' on a machine with a CUDA GPU, or use engine.name=hf"
         ) from exc
     return vllm
 

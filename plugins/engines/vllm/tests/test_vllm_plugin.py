@@ -20,5 +20,5 @@ def test_registers_engine_without_importing_vllm(plugin_manager, register_plugin
 def test_missing_vllm_error_says_how_to_fix():
     from agentgym_engine_vllm.engine import VLLMEngine, VLLMUnavailableError
 
-    with pytest.raises(VLLMUnavailableError, match=r"pip install 'agentgym-engine-vllm\[vllm\]'"):
+    with pytest.raises(VLLMUnavailableError, match=r"pip install -e 'plugins/engines/vllm\[vllm\]'"):
         VLLMEngine("smollm2-135m-instruct")
