@@ -1,14 +1,14 @@
 """Test helpers for plugin authors (also a pytest plugin, loaded automatically).
 
-Fixtures:
+:func:`check_env` checks a :class:`~agentgym_core.BaseEnv` subclass against the contract in
+``agentgym_core/env/base.py``, and :func:`play_over_http` plays one episode through a real
+env server in the AgentGym wire format. Neither needs pytest, which core does not install.
+
+Fixtures, defined only where pytest is installed (``pip install pytest``):
 
 * ``plugin_manager`` -- a fresh manager with only core's defaults (no entry points);
 * ``register_plugin`` -- ``register_plugin(module_or_obj, name=...)`` adds an in-test plugin
   to that manager and removes it after the test.
-
-And :func:`check_env`, which checks a :class:`~agentgym_core.BaseEnv` subclass against
-the contract in DESIGN.md, and :func:`play_over_http`, which plays one episode through a
-real env server in the AgentGym wire format.
 """
 from __future__ import annotations
 
@@ -21,33 +21,38 @@ from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
-import pytest
-
 from .env.base import BaseEnv
 
+try:
+    import pytest
+except ModuleNotFoundError as exc:
+    if exc.name != "pytest":  # pytest is there but broken: say so rather than drop the fixtures
+        raise
+    pytest = None
 
-@pytest.fixture
-def plugin_manager() -> Iterator[Any]:
-    """A fresh plugin manager holding only core's internal plugin (no entry points)."""
-    from .plugins import get_plugin_manager
+if pytest is not None:
 
-    yield get_plugin_manager(entrypoints=False, fresh=True)
+    @pytest.fixture
+    def plugin_manager() -> Iterator[Any]:
+        """A fresh plugin manager holding only core's internal plugin (no entry points)."""
+        from .plugins import get_plugin_manager
 
+        yield get_plugin_manager(entrypoints=False, fresh=True)
 
-@pytest.fixture
-def register_plugin(plugin_manager: Any) -> Iterator[Callable[..., Any]]:
-    """Register an in-test plugin on ``plugin_manager``; it is unregistered after the test."""
-    added: list[str] = []
+    @pytest.fixture
+    def register_plugin(plugin_manager: Any) -> Iterator[Callable[..., Any]]:
+        """Register an in-test plugin on ``plugin_manager``; it is unregistered after the test."""
+        added: list[str] = []
 
-    def register(plugin: Any, name: str | None = None, **kwargs: Any) -> Any:
-        plugin_name = name or getattr(plugin, "__name__", None) or f"test-plugin-{len(added)}"
-        plugin_manager.register(plugin, plugin_name, **kwargs)
-        added.append(plugin_name)
-        return plugin_manager
+        def register(plugin: Any, name: str | None = None, **kwargs: Any) -> Any:
+            plugin_name = name or getattr(plugin, "__name__", None) or f"test-plugin-{len(added)}"
+            plugin_manager.register(plugin, plugin_name, **kwargs)
+            added.append(plugin_name)
+            return plugin_manager
 
-    yield register
-    for name in added:
-        plugin_manager.unregister(name)
+        yield register
+        for name in added:
+            plugin_manager.unregister(name)
 
 
 class EnvContractError(AssertionError):

@@ -22,12 +22,21 @@ packages = ["broken_plugin"]
 
 
 def _pip_install_target(src: Path, target: Path) -> None:
-    """Install *src* (a project folder) into *target* with pip, as a user would, but isolated."""
-    subprocess.run(
-        [sys.executable, "-m", "pip", "install", "-q", "--no-deps", "--no-build-isolation",
-         "--disable-pip-version-check", "--target", str(target), str(src)],
-        check=True, capture_output=True, text=True,
-    )
+    """Install *src* (a project folder) into *target* with pip, as a user would, but isolated.
+
+    A copy is built, so the build leaves no ``build/`` or ``*.egg-info`` in the checkout.
+    """
+    import shutil
+    import tempfile
+
+    with tempfile.TemporaryDirectory() as tmp:
+        copy = Path(tmp) / src.name
+        shutil.copytree(src, copy, ignore=shutil.ignore_patterns("build", "*.egg-info", "__pycache__"))
+        subprocess.run(
+            [sys.executable, "-m", "pip", "install", "-q", "--no-deps", "--no-build-isolation",
+             "--disable-pip-version-check", "--target", str(target), str(copy)],
+            check=True, capture_output=True, text=True,
+        )
 
 
 @pytest.fixture(scope="session")
