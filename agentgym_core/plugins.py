@@ -87,10 +87,7 @@ class PluginManager:
             self.pm.check_pending()
         except pluggy.PluginValidationError as exc:
             self.pm.unregister(name=name) if self.pm.has_plugin(name) else None
-            raise PluginLoadError(
-                f"plugin {name!r}{_dist(distribution)} defines an invalid hook: {exc}. "
-                f"Check the hook names against docs/plugin_hooks.md"
-            ) from exc
+            raise PluginLoadError(_invalid_hook_message(name, distribution, exc)) from exc
         self.plugins[name] = PluginInfo(
             name=name,
             module=getattr(plugin, "__name__", type(plugin).__name__),
@@ -180,6 +177,23 @@ class PluginManager:
     def hook(self) -> Any:
         """Call lifecycle hooks: ``manager.hook.on_step_end(step=..., metrics=..., run_dir=...)``."""
         return self.pm.hook
+
+
+def _invalid_hook_message(name: str, distribution: str | None, exc: Exception) -> str:
+    """What a plugin with a misspelt hook (or wrong hook arguments) sees, with the fix."""
+    import re
+
+    from .errors import did_you_mean
+
+    text = str(exc)
+    unknown = re.search(r"unknown hook '(\w+)'", text)
+    if unknown:
+        specs = [n for n in dir(hookspecs) if n.startswith(("register_", "on_"))]
+        problem = f"defines unknown hook {unknown.group(1)!r}.{did_you_mean(unknown.group(1), specs)}"
+    else:
+        problem = f"defines an invalid hook: {' '.join(text.split())}."
+    return (f"plugin {name!r}{_dist(distribution)} {problem} The hooks are listed in docs/plugin_hooks.md; "
+            f"until it is fixed, skip the plugin with AGENTGYM_DISABLE_PLUGINS={name}")
 
 
 def _dist(distribution: str | None) -> str:

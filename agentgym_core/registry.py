@@ -51,6 +51,26 @@ KNOWN_PROVIDERS = {
 }
 
 
+def _provider_hint(noun: str, name: str, kind: str, provider: str) -> str:
+    """How to get a known component: install its distribution, or stop switching it off."""
+    import os
+    from importlib import metadata
+
+    try:
+        metadata.version(provider)
+    except metadata.PackageNotFoundError:
+        folder = f"plugins/{kind}/{provider.rsplit('-', 1)[-1]}"
+        return (f"{noun.capitalize()} {name!r} is provided by the distribution {provider!r}, which is not installed: "
+                f"pip install -e {folder} (from the AgentGym checkout).")
+    switches = [f"{var}={os.environ[var]!r}" for var in ("AGENTGYM_DISABLE_PLUGINS", "AGENTGYM_LOAD_PLUGINS")
+                if var in os.environ]
+    if switches:
+        return (f"{noun.capitalize()} {name!r} is provided by {provider!r}, which is installed but not loaded "
+                f"because of {' and '.join(switches)}: change that setting.")
+    return (f"{noun.capitalize()} {name!r} is provided by {provider!r}, which is installed but not loaded "
+            "(did its plugin fail to import? see `agentgym plugins`).")
+
+
 def import_string(target: str) -> Any:
     """Import ``"pkg.module:Attr"`` (or ``"pkg.module.Attr"``) and return the attribute."""
     if ":" in target:
@@ -232,7 +252,7 @@ class Registry:
         msg = f"unknown {noun} {name!r}.{did_you_mean(str(name), self._entries)} Installed {self.kind}: {installed}."
         provider = KNOWN_PROVIDERS.get(self.kind, {}).get(name)
         if provider:
-            msg += f" {noun.capitalize()} {name!r} is provided by the distribution {provider!r}: install it (pip install -e plugins/{self.kind}/...)."
+            msg += " " + _provider_hint(noun, name, self.kind, provider)
         else:
             msg += " The plugin that provides it may not be installed (see `agentgym plugins`)."
         raise UnknownNameError(msg)

@@ -42,9 +42,13 @@ if [ -f "$stamp" ] && [ "$(cat "$stamp")" = "$digest" ]; then
   exit 0
 fi
 
-# torch first and pinned: the CPU build (an unpinned torch may pull a multi-GB CUDA build).
-log "installing torch (CPU build)"
-"${PIP[@]}" install "torch==${AGENTGYM_TORCH_VERSION:-2.13.0}"
+# torch first and pinned (an unpinned torch may pull a newer, multi-GB CUDA build). Which build
+# comes depends on the package index: this project's machines serve the CPU one; elsewhere set
+# AGENTGYM_TORCH_INDEX=https://download.pytorch.org/whl/cpu (or a CUDA index) to choose.
+torch_args=("torch==${AGENTGYM_TORCH_VERSION:-2.13.0}")
+[ -n "${AGENTGYM_TORCH_INDEX:-}" ] && torch_args+=(--index-url "$AGENTGYM_TORCH_INDEX")
+log "installing ${torch_args[*]}"
+"${PIP[@]}" install "${torch_args[@]}"
 args=(-e ".[test]")
 for p in plugins/*/*/pyproject.toml; do
   [ -f "$p" ] && args+=(-e "$(dirname "$p")")

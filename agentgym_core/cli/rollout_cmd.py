@@ -52,14 +52,17 @@ async def play(cfg: Any, manager: Any, *, episodes: int, local: bool, max_turns:
 
 
 def _task_ids(pool: Any, info: dict[str, Any], split: str, n: int) -> list[int]:
-    if hasattr(pool, "splits"):
+    local = hasattr(pool, "splits")
+    if local:
         splits = {k: list(v) for k, v in pool.splits().items()}
     else:
         splits = {k: list(range(*r)) for k, r in (info.get("split_ranges") or {}).items() if r}
     if split not in splits:
+        choices = " or ".join(f"--split {k}" for k in splits) or "--split train"
+        more = "" if local else ", or --local to describe the env in this process"
         raise AgentGymError(
             f"the env has no split {split!r} with listed task ids (it has: {', '.join(splits) or 'none'}); "
-            "pass --split train, or --local to describe the env in this process"
+            f"pass {choices}{more}"
         )
     ids = splits[split]
     return [ids[i % len(ids)] for i in range(n)]

@@ -3,6 +3,8 @@ import json
 import subprocess
 import sys
 
+import pytest
+
 
 
 def test_plugins_json_lists_internal_defaults(run_cli):
@@ -41,6 +43,13 @@ def test_broken_plugin_one_clear_error_then_disable(run_cli):
     assert "frobnicate" in lines[0] and "AGENTGYM_DISABLE_PLUGINS=broken" in lines[0]
     res = run_cli("plugins", env={"AGENTGYM_DISABLE_PLUGINS": "broken"})
     assert res.returncode == 0 and "lightsout" in res.stdout
+
+
+def test_switched_off_plugin_is_named_as_installed_but_not_loaded(run_cli):
+    pytest.importorskip("agentgym_env_babyai")
+    res = run_cli("config", "show", "env.name=babyai", env={"AGENTGYM_DISABLE_PLUGINS": "broken,babyai"})
+    assert res.returncode == 1 and "Traceback" not in res.stderr
+    assert "installed but not loaded because of AGENTGYM_DISABLE_PLUGINS='broken,babyai'" in res.stderr
 
 
 def test_debug_shows_traceback(run_cli):

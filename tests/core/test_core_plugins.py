@@ -137,8 +137,11 @@ def test_hook_on_run_end(plugin_manager, register_plugin):
 def test_misspelt_hook_fails_at_registration(plugin_manager):
     mod = types.ModuleType("typo_plugin")
     mod.register_env = hookimpl(lambda registry: None)  # missing 's'
-    with pytest.raises(PluginLoadError, match="'typo'.*register_env"):
+    with pytest.raises(PluginLoadError, match="'typo'.*register_env") as err:
         plugin_manager.register(mod, "typo")
+    assert "Did you mean 'register_envs'" in str(err.value)
+    assert "AGENTGYM_DISABLE_PLUGINS=typo" in str(err.value)
+    assert "typo" not in plugin_manager.plugins  # nothing half-registered
 
 
 def test_hook_that_raises_names_the_plugin(plugin_manager, register_plugin):
