@@ -9,10 +9,12 @@ unknown component name lists what is installed.
 from __future__ import annotations
 
 import dataclasses
+import re
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
+import yaml
 from omegaconf import DictConfig, ListConfig, OmegaConf
 from omegaconf.errors import OmegaConfBaseException
 
@@ -47,11 +49,18 @@ def compose_raw(files: str | Path | Sequence[str | Path] | None, overrides: Iter
             raise ConfigError(f"config file {str(path)!r} is not valid YAML: {exc}") from exc
         if not isinstance(loaded, DictConfig):
             raise ConfigError(f"config file {str(path)!r} must hold a mapping of sections, not a list")
-        merged = OmegaConf.merge(merged, loaded)
+        try:
+            merged = OmegaConf.merge(merged, loaded)
+        except (OmegaConfBaseException, TypeError, ValueError) as exc:
+            raise ConfigError(
+                f"config file {str(path)!r} cannot be merged onto the files before it: {str(exc).splitlines()[0]} "
+                "(a list must be given whole, not item by item)"
+            ) from exc
     overrides = list(overrides)
     for item in overrides:
         if "=" not in item:
             raise ConfigError(f"override {item!r} must look like key.path=value (e.g. trainer.lr=1e-6)")
+        _no_list_item(item, merged)
     try:
         dot = OmegaConf.from_dotlist(overrides)
     except OmegaConfBaseException as exc:
@@ -59,7 +68,53 @@ def compose_raw(files: str | Path | Sequence[str | Path] | None, overrides: Iter
     # A shorthand section given as a scalar (``backend: cpu``) becomes {name: cpu} before merging.
     merged = _normalise_shorthands(merged)
     dot = _normalise_shorthands(dot)
-    return OmegaConf.merge(merged, dot)
+    try:
+        return OmegaConf.merge(merged, dot)
+    except (OmegaConfBaseException, TypeError, ValueError) as exc:
+        raise ConfigError(f"cannot apply overrides {overrides}: {str(exc).splitlines()[0]}") from exc
+
+
+_INDEX = re.compile(r"\[(\d+)\]")
+
+
+def _no_list_item(item: str, merged: DictConfig) -> None:
+    """Refuse an override of one list item (``rewards.1.weight=0.5``): OmegaConf cannot merge
+    it into the list, and a whole-list override says the same thing unambiguously."""
+    key, value = item.split("=", 1)
+    parts = _INDEX.sub(r".\1", key).split(".")
+    index = next((i for i, part in enumerate(parts) if part.isdigit()), None)
+    if index is None:
+        return
+    where = ".".join(parts[:index])
+    try:
+        current = OmegaConf.select(merged, where) if where else None
+    except OmegaConfBaseException:
+        current = None
+    if isinstance(current, ListConfig):
+        data = OmegaConf.to_container(current, resolve=False)
+    elif where in SECTIONS and SECTIONS[where].is_list:
+        data = [dict(r) for r in DEFAULT_REWARDS]
+    else:
+        data = None
+    example = "[...]"
+    if isinstance(data, list):
+        try:  # the current list with this change applied, ready to paste
+            edited = OmegaConf.create({"x": data})
+            new = OmegaConf.from_dotlist([f"v={value}"]).v
+            OmegaConf.update(edited, ".".join(["x", *parts[index:]]), new, merge=False)
+            example = _flow(OmegaConf.to_container(edited, resolve=False)["x"])
+        except (OmegaConfBaseException, TypeError, ValueError, IndexError, KeyError):
+            example = _flow(data)
+    quote = '"' if "'" in example else "'"
+    raise ConfigError(
+        f"override {item!r} changes one item of the list '{where}': lists cannot be changed item by "
+        f"item from the command line; give the whole list, quoted for the shell: {quote}{where}={example}{quote}"
+    )
+
+
+def _flow(data: Any) -> str:
+    """*data* as one line of YAML flow style, which an override accepts back."""
+    return yaml.safe_dump(data, default_flow_style=True, width=10**9, sort_keys=False).strip()
 
 
 def _normalise_shorthands(cfg: DictConfig) -> DictConfig:
@@ -116,6 +171,7 @@ def validate(raw: DictConfig, manager: Any = None) -> DictConfig:
 def _validate_section(path: str, spec: SectionSpec, section: Any, manager: Any, explicit: bool) -> dict:
     if not isinstance(section, DictConfig):
         raise ConfigError(f"config key {path!r} must be a mapping, got {section!r}")
+    _no_colon_keys(path, section)
     if spec.kind is None:
         return _check(path, spec.dataclass, section)
     name = section.get("name", spec.default_name)
@@ -171,9 +227,22 @@ def _check(path: str, cls: type, section: DictConfig) -> dict:
     return dataclasses.asdict(obj) if dataclasses.is_dataclass(obj) else dict(obj)
 
 
+def _no_colon_keys(path: str, section: DictConfig) -> None:
+    """``{name:success}`` (no space after the colon) is the one key ``name:success`` in YAML."""
+    for key, value in OmegaConf.to_container(section, resolve=False).items():
+        key = str(key)
+        if ":" in key and value is None:
+            name, _, given = key.partition(":")
+            raise ConfigError(
+                f"config key '{path}' has the key {key!r}: write '{name}: {given}' with a space after "
+                f"the colon (without it YAML reads one key, '{key}')"
+            )
+
+
 def _unknown_keys(path: str, cls: type, section: Any) -> None:
     if not dataclasses.is_dataclass(cls) or not isinstance(section, DictConfig):
         return
+    _no_colon_keys(path, section)
     fields = {f.name: f for f in dataclasses.fields(cls)}
     for key in section:
         if key not in fields:

@@ -7,8 +7,42 @@ core itself uses (e.g. how many env servers to launch).
 """
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 from typing import Any, Optional
+
+from .rollout.actions import FORMATS as ACTION_FORMATS
+
+
+def check_range(
+    key: str,
+    value: float,
+    *,
+    ge: Optional[float] = None,
+    gt: Optional[float] = None,
+    le: Optional[float] = None,
+    lt: Optional[float] = None,
+    note: str = "",
+) -> None:
+    """Raise ``ValueError("<key> must be >= 0 (<note>), got -5")`` unless *value* is within the bounds.
+
+    Component configs use it in ``__post_init__`` so every size and ratio is checked before a
+    run starts. NaN fails every bound.
+    """
+    if (
+        (ge is None or value >= ge) and (gt is None or value > gt)
+        and (le is None or value <= le) and (lt is None or value < lt)
+    ):
+        return
+    low = f"[{ge:g}" if ge is not None else f"({gt:g}" if gt is not None else None
+    high = f"{le:g}]" if le is not None else f"{lt:g})" if lt is not None else None
+    if low and high:
+        want = f"in {low}, {high}"
+    elif low:
+        want = f">= {ge:g}" if ge is not None else f"> {gt:g}"
+    else:
+        want = f"<= {le:g}" if le is not None else f"< {lt:g}"
+    raise ValueError(f"{key} must be {want}{f' ({note})' if note else ''}, got {value}")
 
 
 @dataclass
@@ -36,8 +70,7 @@ class ModelSection:
     def __post_init__(self) -> None:
         if self.dtype not in ("auto", "bf16", "fp16", "fp32"):
             raise ValueError(f"model.dtype must be auto, bf16, fp16 or fp32, got {self.dtype!r}")
-        if self.max_context < 16:
-            raise ValueError(f"model.max_context must be >= 16, got {self.max_context}")
+        check_range("model.max_context", self.max_context, ge=16)
 
 
 @dataclass
@@ -54,8 +87,12 @@ class AgentSection:
     instruction_position: str = "system"
 
     def __post_init__(self) -> None:
-        if self.history_window < 0:
-            raise ValueError(f"agent.history_window must be >= 0, got {self.history_window}")
+        if self.action_format and self.action_format not in ACTION_FORMATS:
+            raise ValueError(
+                f"agent.action_format must be {', '.join(ACTION_FORMATS[:-1])} or {ACTION_FORMATS[-1]} "
+                f"(or null: the env's own), got {self.action_format!r}"
+            )
+        check_range("agent.history_window", self.history_window, ge=0, note="0: keep all turns")
         if self.instruction_position not in ("system", "before_observation", "after_observation"):
             raise ValueError(
                 "agent.instruction_position must be system, before_observation or after_observation, "
@@ -85,12 +122,9 @@ class RolloutSection:
 
     def __post_init__(self) -> None:
         for key in ("tasks_per_step", "group_size", "concurrency", "max_new_tokens", "max_episode_tokens"):
-            if getattr(self, key) < 1:
-                raise ValueError(f"rollout.{key} must be >= 1, got {getattr(self, key)}")
-        if self.temperature < 0:
-            raise ValueError(f"rollout.temperature must be >= 0, got {self.temperature}")
-        if not 0 < self.top_p <= 1:
-            raise ValueError(f"rollout.top_p must be in (0, 1], got {self.top_p}")
+            check_range(f"rollout.{key}", getattr(self, key), ge=1)
+        check_range("rollout.temperature", self.temperature, ge=0, note="0: greedy")
+        check_range("rollout.top_p", self.top_p, gt=0, le=1)
 
 
 @dataclass
@@ -106,8 +140,9 @@ class EvalSection:
     after: bool = True
 
     def __post_init__(self) -> None:
-        if self.tasks < 0 or self.k < 1:
-            raise ValueError(f"eval.tasks must be >= 0 and eval.k >= 1, got {self.tasks}, {self.k}")
+        check_range("eval.tasks", self.tasks, ge=0, note="0: the whole split")
+        check_range("eval.k", self.k, ge=1)
+        check_range("eval.temperature", self.temperature, ge=0, note="0: greedy")
 
 
 # -- frames of the component sections -----------------------------------------------------
@@ -131,10 +166,11 @@ class EnvFrame:
     ttl: float = 600.0
 
     def __post_init__(self) -> None:
-        if self.servers < 1:
-            raise ValueError(f"env.servers must be >= 1, got {self.servers}")
-        if self.timeout <= 0 or self.unavailable_after <= 0:
-            raise ValueError("env.timeout and env.unavailable_after must be > 0")
+        check_range("env.servers", self.servers, ge=1)
+        check_range("env.timeout", self.timeout, gt=0, note="seconds")
+        check_range("env.unavailable_after", self.unavailable_after, gt=0, note="seconds")
+        check_range("env.max_sessions", self.max_sessions, ge=1, note="sessions per server")
+        check_range("env.ttl", self.ttl, ge=0, note="seconds; 0: sessions never expire")
 
 
 @dataclass
@@ -146,6 +182,10 @@ class NameFrame:
 class RewardFrame:
     name: str = "???"
     weight: float = 1.0
+
+    def __post_init__(self) -> None:
+        if not math.isfinite(self.weight):
+            raise ValueError(f"the reward's weight must be a finite number, got {self.weight}")
 
 
 @dataclass

@@ -65,6 +65,13 @@ class HFEngine(Engine):
         #: prompt of this call or a recently cached episode (at least ``MIN_SHARED_PREFIX`` tokens).
         share_prefixes: bool = True
 
+        def __post_init__(self) -> None:
+            from agentgym_core.sections import check_range
+
+            check_range("engine.max_batch_size", self.max_batch_size, ge=1)
+            check_range("engine.max_cached_episodes", self.max_cached_episodes, ge=0, note="0: keep none")
+            check_range("engine.threads", self.threads, ge=0, note="0: torch's default")
+
     def __init__(
         self,
         model: Any,

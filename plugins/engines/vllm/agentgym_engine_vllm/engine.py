@@ -42,6 +42,13 @@ class VLLMEngine(Engine):
         #: Enforce eager mode (no CUDA graphs): slower, but starts faster and allows weight swaps.
         enforce_eager: bool = False
 
+        def __post_init__(self) -> None:
+            from agentgym_core.sections import check_range
+
+            check_range("engine.gpu_memory_utilization", self.gpu_memory_utilization, gt=0, le=1)
+            check_range("engine.tensor_parallel_size", self.tensor_parallel_size, ge=1, note="GPUs")
+            check_range("engine.max_batch_size", self.max_batch_size, ge=1)
+
     def __init__(
         self,
         model: Any,

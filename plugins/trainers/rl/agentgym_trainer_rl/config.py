@@ -4,6 +4,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Optional
 
+from agentgym_core.sections import check_range
+
 ALGORITHM_NAMES = ("ppo", "gae", "grpo", "rloo", "reinforce_pp")
 
 
@@ -74,9 +76,26 @@ class RLConfig(UpdateConfig):
         one_of("kl_mode", ("loss", "reward"))
         one_of("loss_agg", ("token", "sequence"))
         for key in ("steps", "ppo_epochs", "mini_batches", "grad_accum", "lora_r"):
-            if getattr(self, key) < 1:
-                raise ValueError(f"trainer.{key} must be >= 1, got {getattr(self, key)}")
-        if self.lr <= 0:
-            raise ValueError(f"trainer.lr must be > 0, got {self.lr}")
-        if not 0 <= self.clip_ratio < 1:
-            raise ValueError(f"trainer.clip_ratio must be in [0, 1), got {self.clip_ratio}")
+            check_range(f"trainer.{key}", getattr(self, key), ge=1)
+        check_range("trainer.lr", self.lr, gt=0)
+        check_range("trainer.weight_decay", self.weight_decay, ge=0)
+        check_range("trainer.warmup_steps", self.warmup_steps, ge=0, note="0: no warm-up")
+        # PPO clips the probability ratio to [1 - clip_ratio, 1 + clip_ratio_high].
+        check_range("trainer.clip_ratio", self.clip_ratio, gt=0, lt=1)
+        if self.clip_ratio_high is not None:
+            check_range("trainer.clip_ratio_high", self.clip_ratio_high, gt=0, note="null: same as clip_ratio")
+        check_range("trainer.kl_coef", self.kl_coef, ge=0, note="0: no KL term")
+        check_range("trainer.entropy_coef", self.entropy_coef, ge=0, note="0: no entropy bonus")
+        # clip_grad_norm_ scales gradients to at most this norm: 0 would zero every update.
+        check_range("trainer.max_grad_norm", self.max_grad_norm, gt=0, note="inf: no clipping")
+        check_range("trainer.vf_coef", self.vf_coef, ge=0)
+        check_range("trainer.value_clip", self.value_clip, gt=0, note="inf: no value clipping")
+        # lora_alpha / lora_r scales the adapters: 0 would leave the model untrained.
+        check_range("trainer.lora_alpha", self.lora_alpha, ge=1)
+        check_range("trainer.lora_dropout", self.lora_dropout, ge=0, lt=1)
+        check_range("trainer.lora_layers", self.lora_layers, ge=0, note="0: every layer")
+        check_range("trainer.gamma", self.gamma, ge=0, le=1)
+        check_range("trainer.lam", self.lam, ge=0, le=1)
+        check_range("trainer.save_every", self.save_every, ge=0, note="0: only at the end")
+        check_range("trainer.keep_checkpoints", self.keep_checkpoints, ge=0, note="0: keep all")
+        check_range("trainer.max_nonfinite", self.max_nonfinite, ge=1)
