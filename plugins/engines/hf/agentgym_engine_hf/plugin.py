@@ -7,5 +7,6 @@ def register_engines(registry):
     registry.add(
         "hf",
         "agentgym_engine_hf.engine:HFEngine",
+        config="agentgym_engine_hf.config:HFEngineConfig",  # checking a config imports no torch
         description="transformers: batched sampling, exact logprobs, per-episode KV cache reuse (CPU/GPU)",
     )

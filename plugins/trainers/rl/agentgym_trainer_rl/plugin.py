@@ -4,5 +4,5 @@ from agentgym_core import hookimpl
 
 @hookimpl
 def register_trainers(registry):
-    registry.add("rl", "agentgym_trainer_rl.trainer:RLTrainer",
+    registry.add("rl", "agentgym_trainer_rl.trainer:RLTrainer", config="agentgym_trainer_rl.config:RLConfig",
                  description="PPO (GAE), GRPO, RLOO, REINFORCE++; LoRA or full fine-tuning; accelerate")
