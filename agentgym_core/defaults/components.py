@@ -5,6 +5,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from agentgym_core.components import Backend, Reward, Scheduler
+from agentgym_core.sections import check_range
 
 
 class FixedScheduler(Scheduler):
@@ -13,6 +14,9 @@ class FixedScheduler(Scheduler):
     @dataclass
     class Config:
         turns: int = 10
+
+        def __post_init__(self) -> None:
+            check_range("scheduler.turns", self.turns, ge=1)
 
     def __init__(self, turns: int = 10) -> None:
         if turns < 1:
@@ -50,6 +54,9 @@ class CPUBackend(Backend):
     @dataclass
     class Config:
         threads: int = 0  # 0: let torch decide
+
+        def __post_init__(self) -> None:
+            check_range("backend.threads", self.threads, ge=0, note="0: torch's default")
 
     def __init__(self, threads: int = 0) -> None:
         self.threads = threads

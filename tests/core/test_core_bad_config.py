@@ -46,6 +46,8 @@ def one_error_line(res) -> str:
         ("", ["rollout.top_p=0"], "rollout.top_p must be in (0, 1], got 0.0"),
         ("", ["agent.history_window=-1"], "agent.history_window must be >= 0"),
         ("rewards: [{name: success, weight: .nan}]\n", [], "the reward's weight must be a finite number, got nan"),
+        ("", ["scheduler.turns=0"], "scheduler.turns must be >= 1, got 0"),                 # core's fixed scheduler
+        ("", ["backend.name=cpu", "backend.threads=-1"], "backend.threads must be >= 0"),  # core's cpu backend
     ],
 )
 def test_bad_config_one_clear_error(run_cli, tmp_path, yaml_text, overrides, expected):
@@ -68,6 +70,8 @@ def test_bad_config_one_clear_error(run_cli, tmp_path, yaml_text, overrides, exp
         ("engine.gpu_memory_utilization=0", "engine.gpu_memory_utilization must be in (0, 1], got 0.0"),
         ("engine.tensor_parallel_size=0", "engine.tensor_parallel_size must be >= 1 (GPUs), got 0"),
         ("engine.max_batch_size=0", "engine.max_batch_size must be >= 1, got 0"),
+        ("env.train_seeds=0", "env.train_seeds must be >= 1, got 0"),
+        ("env.reward=dense", "env.reward must be binary or minigrid, got 'dense'"),
     ],
 )
 def test_bad_env_frame_and_vllm_engine(run_cli, override, expected):

@@ -94,6 +94,14 @@ class BabyAIConfig:
     #: reply as a whole is not an action; ``info["embedded_action"]`` marks such turns.
     lenient: bool = True
 
+    def __post_init__(self) -> None:
+        from agentgym_core.sections import check_range
+
+        check_range("env.train_seeds", self.train_seeds, ge=1)
+        check_range("env.test_seeds", self.test_seeds, ge=1)
+        if self.reward not in ("binary", "minigrid"):
+            raise ConfigError(f"env.reward must be binary or minigrid, got {self.reward!r}")
+
 
 class BabyAIEnv(BaseEnv):
     """BabyAI: reach, pick up, open or arrange objects in grid-world rooms, from text."""
