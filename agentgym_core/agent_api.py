@@ -3,13 +3,16 @@
     agent = LLMAgent(base_model="smollm2-135m-instruct")
     agent.infer("You are in a room with a door.", instruction="Escape. Act as 'Action: <act>'.")
     trajectory = agent.infer("babyai")          # one episode of a registered env (or a BaseEnv)
+    agent.train("babyai", method="GRPO", max_steps=30, config="configs/quickstart.yaml")
 
 The model is loaded on first use through the configured engine plugin (``hf`` by default).
 """
 from __future__ import annotations
 
+import functools
+import inspect
 from dataclasses import dataclass
-from typing import Any, Optional
+from typing import Any, Callable, Optional
 
 from .env.base import BaseEnv
 from .errors import AgentGymError
@@ -45,9 +48,30 @@ class _Borrowed(BaseEnv):
         return self.env.splits()
 
 
+def _remember_given(init: Callable[..., None]) -> Callable[..., None]:
+    """Records which constructor arguments the caller passed (``self._given``): in :meth:`LLMAgent.train`
+    only those override a config file, the rest are defaults the file's values win over."""
+    signature = inspect.signature(init)
+
+    @functools.wraps(init)
+    def wrapper(self: Any, *args: Any, **kwargs: Any) -> None:
+        init(self, *args, **kwargs)
+        self._given = set(signature.bind(self, *args, **kwargs).arguments) - {"self", "engine_options"}
+
+    return wrapper
+
+
+#: LLMAgent constructor arguments -> the run config keys they set in ``train`` (when passed).
+_TRAIN_KEYS = {"base_model": "model.path", "dtype": "model.dtype", "max_context": "model.max_context",
+               "chat_template": "model.chat_template", "system_prompt": "agent.system_prompt",
+               "action_format": "agent.action_format"}
+_ALGORITHMS = {"grpo": "grpo", "ppo": "ppo", "rloo": "rloo", "reinforcepp": "reinforce_pp", "reinforcepp2": "reinforce_pp"}
+
+
 class LLMAgent:
     """An LLM acting in text environments; greedy by default (``temperature=0``)."""
 
+    @_remember_given
     def __init__(
         self,
         base_model: str = "smollm2-135m-instruct",
@@ -77,6 +101,9 @@ class LLMAgent:
         self.seed = seed
         self.engine_options = engine_options
         self._engine: Any = None
+        self._given: set[str] = set()
+        #: The resolved config of the last :meth:`train` (``infer`` plays its env in that setup).
+        self.trained_config: Any = None
 
     @property
     def engine(self) -> Any:
@@ -98,54 +125,122 @@ class LLMAgent:
     ) -> Any:
         """A :class:`Reply` to an observation string, or the :class:`Trajectory` of one episode of an env.
 
-        An env is a ``BaseEnv`` instance or subclass, or the name of a registered env.
+        An env is a ``BaseEnv`` instance or subclass, or the name of a registered env. After
+        :meth:`train`, the name of the trained env plays it in the run's setup: its ``env``
+        options (levels, brief, ...), ``agent`` and ``rollout`` sections, ``model.max_context``
+        and chat template, and the scheduler's final horizon; *instruction*, *action_format*
+        and *max_turns* given here still win, and decoding stays this agent's (greedy by
+        default). Other envs, and any env before training, use their own defaults.
         """
         if isinstance(observation_or_env, str) and not _is_env_name(observation_or_env):
             return self._reply(observation_or_env, instruction or "", action_format or self.action_format or "free")
-        return self._episode(observation_or_env, instruction, action_format, task_id, max_turns or self.max_turns)
+        return self._episode(observation_or_env, instruction, action_format, task_id, max_turns)
 
     def train(
         self,
         env: str,
-        method: str = "ScalingInter-RL",
+        method: Optional[str] = None,
         *,
-        max_steps: int = 100,
-        algorithm: str = "grpo",
-        run_name: str = "agent",
+        max_steps: Optional[int] = None,
+        algorithm: Optional[str] = None,
+        run_name: Optional[str] = None,
         config: Optional[str] = None,
         **overrides: Any,
     ) -> dict[str, Any]:
         """Train on registered env *env* with the same components as ``agentgym train``; returns final metrics.
 
-        *method* is ``ScalingInter-RL`` (horizon raised in stages) or an algorithm name (``GRPO``,
-        ``PPO``, ``RLOO``, ``REINFORCE++``) with a fixed horizon; *overrides* are dotted config keys
-        (``{"trainer.lr": 1e-5}``). Afterwards the agent acts with the trained weights.
+        Afterwards the agent acts with the trained weights, and ``infer(env)`` plays in the
+        run's setup. The config is :meth:`train_config` (which says what wins over what).
         """
-        from .config import build_component, load_config
+        from .config import build_component
         from .plugins import get_plugin_manager
 
-        if not isinstance(env, str):
-            raise AgentGymError("LLMAgent.train(env) takes the name of a registered env (e.g. 'babyai')")
-        key = method.lower().replace("-", "").replace("_", "").replace("+", "p")
-        algos = {"grpo": "grpo", "ppo": "ppo", "rloo": "rloo", "reinforcepp": "reinforce_pp", "reinforcepp2": "reinforce_pp"}
-        items = {"run.name": run_name, "model.path": self.base_model, "model.dtype": self.dtype,
-                 "model.max_context": self.max_context, "env.name": env, "trainer.name": "rl",
-                 "trainer.steps": max_steps, "trainer.algorithm": algos.get(key, algorithm),
-                 "scheduler.name": "scaling_inter" if key == "scalinginterrl" else "fixed"}
-        if key != "scalinginterrl" and key not in algos:
-            raise AgentGymError(f"unknown training method {method!r}; use ScalingInter-RL, GRPO, PPO, RLOO or REINFORCE++")
-        if key != "scalinginterrl":
-            items["scheduler.turns"] = self.max_turns
-        items.update(overrides)
         manager = get_plugin_manager()
-        cfg = load_config([config] if config else [], [f"{k}={v}" for k, v in items.items()], manager=manager)
+        cfg = self.train_config(env, method, max_steps=max_steps, algorithm=algorithm, run_name=run_name,
+                                config=config, manager=manager, **overrides)
         trainer = build_component(manager, "trainers", cfg.trainer, cfg, manager)
         metrics = trainer.fit()
         ckpt = getattr(trainer, "rd", None) and trainer.rd.latest_checkpoint()
         if ckpt is not None:  # act with the trained policy from now on
             self.close()
             self.base_model = str(ckpt)
+            self._given.add("base_model")  # a further train() continues from it
+            self.trained_config = cfg
         return metrics
+
+    def train_config(
+        self,
+        env: str,
+        method: Optional[str] = None,
+        *,
+        max_steps: Optional[int] = None,
+        algorithm: Optional[str] = None,
+        run_name: Optional[str] = None,
+        config: Optional[str] = None,
+        manager: Any = None,
+        **overrides: Any,
+    ) -> Any:
+        """The validated run config :meth:`train` would use, without training.
+
+        Later layers win: this agent's defaults (``model.path``, ``dtype``, ``max_context``,
+        run name ``agent``, 100 steps, GRPO) < the *config* file < what was passed explicitly
+        (constructor arguments such as ``base_model`` or ``max_context``, *env*, *max_steps*,
+        *run_name*, *algorithm*, *method*) < *overrides*. *method* is ``ScalingInter-RL``
+        (horizon raised in stages: the ``scaling_inter`` scheduler, the file's rounds kept if it
+        already uses it) or an algorithm name (``GRPO``, ``PPO``, ``RLOO``, ``REINFORCE++``)
+        with a ``fixed`` horizon: ``max_turns`` if the constructor was given it, else the file
+        scheduler's final horizon. Without *method* the file's scheduler is kept
+        (``scaling_inter`` when there is none). *overrides* are dotted config keys, passed as
+        ``**{"trainer.lr": 1e-5}``.
+        """
+        from omegaconf import OmegaConf
+
+        from .config import compose_raw, validate
+        from .sections import SECTIONS
+
+        if not isinstance(env, str):
+            raise AgentGymError("LLMAgent.train(env) takes the name of a registered env (e.g. 'babyai')")
+        key = method.lower().replace("-", "").replace("_", "").replace("+", "p") if method else None
+        if key is not None and key != "scalinginterrl" and key not in _ALGORITHMS:
+            raise AgentGymError(f"unknown training method {method!r}; use ScalingInter-RL, GRPO, PPO, RLOO or REINFORCE++")
+        for name in overrides:
+            if "." not in name and name not in SECTIONS:
+                raise AgentGymError(
+                    f"LLMAgent.train({name}=...): extra keyword arguments are dotted config keys, which Python "
+                    f"names cannot spell; pass them as **{{'<section>.{name}': value}}, e.g. **{{'trainer.lr': 1e-5}}"
+                )
+        if manager is None:
+            from .plugins import get_plugin_manager
+
+            manager = get_plugin_manager()
+        data = OmegaConf.to_container(compose_raw([config] if config else []), resolve=False)
+        if isinstance(data.get("env"), dict) and data["env"].get("name") not in (None, env):
+            del data["env"]  # another env's options
+        if key == "scalinginterrl" or (key is None and "scheduler" not in data):
+            if (data.get("scheduler") or {}).get("name") != "scaling_inter":
+                data["scheduler"] = {"name": "scaling_inter"}
+        elif key is not None:
+            turns = self.max_turns
+            if "max_turns" not in self._given and data.get("scheduler"):
+                from .evaluation import final_horizon
+
+                file_scheduler = validate(OmegaConf.create({"scheduler": data["scheduler"]}), manager).scheduler
+                turns = final_horizon(_build(manager, "schedulers", file_scheduler))
+            data["scheduler"] = {"name": "fixed", "turns": turns}
+        defaults = {"run.name": "agent", "model.path": self.base_model, "model.dtype": self.dtype,
+                    "model.max_context": self.max_context, "trainer.name": "rl", "trainer.steps": 100,
+                    "trainer.algorithm": "grpo"}
+        given = {cfg_key: getattr(self, arg) for arg, cfg_key in _TRAIN_KEYS.items() if arg in self._given}
+        given["env.name"] = env
+        for cfg_key, value in (("trainer.steps", max_steps), ("run.name", run_name), ("trainer.algorithm", algorithm)):
+            if value is not None:
+                given[cfg_key] = value
+        if key in _ALGORITHMS:
+            given["trainer.algorithm"] = _ALGORITHMS[key]
+        typed = {k: v for k, v in overrides.items() if not isinstance(v, str)}
+        text = [f"{k}={v}" for k, v in overrides.items() if isinstance(v, str)]
+        merged = OmegaConf.merge(_nested(defaults), data, _nested(given), _nested(typed), compose_raw([], text))
+        return validate(merged, manager)
 
     def close(self) -> None:
         if self._engine is not None:
@@ -168,11 +263,23 @@ class LLMAgent:
         action, error = parse_action(content, fmt)
         return Reply(text=content, action=action, parse_error=error)
 
-    def _episode(self, env: Any, instruction: Optional[str], fmt: Optional[str], task_id: int, max_turns: int) -> Any:
+    def _episode(self, env: Any, instruction: Optional[str], fmt: Optional[str], task_id: int,
+                 max_turns: Optional[int]) -> Any:
         from .env.pool import LocalEnvPool
         from .rollout.runner import run_rollout
 
-        if isinstance(env, str):
+        run = self.trained_config if isinstance(env, str) and self._trained_on(env) else None
+        if run is not None:  # the setup it was trained in (see infer)
+            from .env.launcher import split_env_config
+            from .env.serving import resolve_env
+            from .evaluation import final_horizon
+
+            cls, _ = resolve_env(env)
+            name, factory = env, functools.partial(cls, **split_env_config(run.env)[1])
+            agent_cfg, rollout_cfg = _plain(run.agent), _plain(run.rollout)
+            max_turns = max_turns or final_horizon(_build(None, "schedulers", run.scheduler))
+            max_context, chat_template = run.model.max_context, run.model.chat_template
+        elif isinstance(env, str):
             from .env.serving import resolve_env
 
             cls, _ = resolve_env(env)
@@ -184,6 +291,13 @@ class LLMAgent:
             name, factory = type(env).__name__, (lambda: borrowed)
         else:
             raise AgentGymError(f"infer() takes an observation string, a BaseEnv or an env name, not {type(env).__name__}")
+        if run is None:
+            agent_cfg = {"system_prompt": self.system_prompt, "action_format": self.action_format}
+            rollout_cfg = {"max_new_tokens": self.max_new_tokens, "max_episode_tokens": self.max_context}
+            max_turns = max_turns or self.max_turns
+            max_context, chat_template = self.max_context, self.chat_template
+        if fmt:
+            agent_cfg["action_format"] = fmt  # the rollout reads the agent section's format first
         pool = LocalEnvPool(factory, name=name)
         probe = factory()
         try:
@@ -193,13 +307,39 @@ class LLMAgent:
         trajectories = run_rollout(
             self.engine, pool, [(task_id, 0)], max_turns=max_turns,
             instruction=instruction if instruction is not None else default_instruction,
-            action_format=fmt or self.action_format or default_format,
-            agent_cfg={"system_prompt": self.system_prompt},
-            rollout_cfg={"max_new_tokens": self.max_new_tokens, "max_episode_tokens": self.max_context},
-            temperature=self.temperature, seed=self.seed, max_context=self.max_context,
-            chat_template=self.chat_template, env_name=name,
+            action_format=agent_cfg.get("action_format") or default_format,
+            agent_cfg=agent_cfg, rollout_cfg=rollout_cfg, temperature=self.temperature, seed=self.seed,
+            max_context=max_context, chat_template=chat_template, env_name=name,
         )
         return trajectories[0]
+
+    def _trained_on(self, env: str) -> bool:
+        return self.trained_config is not None and self.trained_config.env.name == env
+
+
+def _nested(items: dict[str, Any]) -> dict[str, Any]:
+    """``{"model.path": x}`` -> ``{"model": {"path": x}}`` (values kept as they are)."""
+    out: dict[str, Any] = {}
+    for dotted, value in items.items():
+        *parents, last = dotted.split(".")
+        node = out
+        for part in parents:
+            node = node.setdefault(part, {})
+        node[last] = value
+    return out
+
+
+def _plain(section: Any) -> dict[str, Any]:
+    from omegaconf import OmegaConf
+
+    return dict(OmegaConf.to_container(section, resolve=True))
+
+
+def _build(manager: Any, kind: str, section: Any) -> Any:
+    from .config import build_component
+    from .plugins import get_plugin_manager
+
+    return build_component(manager or get_plugin_manager(), kind, section)
 
 
 def _is_env_name(text: str) -> bool:

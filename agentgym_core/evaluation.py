@@ -14,7 +14,10 @@ from __future__ import annotations
 
 from collections import Counter, defaultdict
 from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any, Union
+
+from .errors import AgentGymError
 
 #: Maps a task id to its category: a dict (its values also name categories that must get a
 #: row even with no episode) or a function such as ``BaseEnv.category``.
@@ -203,6 +206,69 @@ def compare(summaries: Mapping[str, Mapping[str, Any]]) -> str:
     return markdown_table(*compare_rows(summaries))
 
 
+# -- settings shared by ``agentgym eval`` and the trainer's before/after evaluation -----------
+#: Step used to ask a scheduler for its final horizon (evaluation runs at the full horizon).
+FINAL_STEP = 10**9
+
+
+@dataclass
+class EvalPlan:
+    """What one evaluation runs: the same rules for ``agentgym eval`` and ``eval/before|after.json``."""
+
+    split: str
+    k: int
+    tasks: int
+    temperature: float
+    max_turns: int
+    #: Said to the user when k > 1 turned greedy decoding into sampling; None otherwise.
+    notice: str | None = None
+
+    def meta(self, *, model: str, env: str) -> dict[str, Any]:
+        """The ``meta`` fields of the summary besides tasks/max_turns/temperature (set by :func:`evaluate`)."""
+        return {"model": str(model), "env": env, "split": self.split, "k": self.k}
+
+
+def final_horizon(scheduler: Any) -> int:
+    """The scheduler's horizon at the end of training: ``max_turns(FINAL_STEP)``.
+
+    For step-based schedulers (``scaling_inter``, ``linear``, ``fixed``) that is their last
+    stage; a stateful one (``adaptive``) answers from the state it is in, so pass it the
+    state of the checkpoint being evaluated.
+    """
+    try:
+        return int(scheduler.max_turns(FINAL_STEP))
+    except AgentGymError:
+        raise
+    except Exception as exc:
+        raise AgentGymError(
+            f"cannot get the final horizon from scheduler {type(scheduler).__name__} ({exc}); pass --max-turns"
+        ) from exc
+
+
+def plan_evaluation(eval_cfg: Any, rollout_cfg: Any, scheduler: Any, *, split: str | None = None,
+                    k: int | None = None, tasks: int | None = None, temperature: float | None = None,
+                    max_turns: int | None = None) -> EvalPlan:
+    """Fill what the caller left ``None`` from the run config's ``eval`` section.
+
+    With ``k > 1`` and the config's temperature 0, the *k* episodes of a task would be one
+    greedy episode repeated, so they are sampled at ``rollout.temperature`` instead and
+    :attr:`EvalPlan.notice` says so (an explicit *temperature* is kept as given). The horizon
+    is :func:`final_horizon` unless *max_turns* is given.
+    """
+    split = split or eval_cfg["split"]
+    k = int(k if k is not None else eval_cfg["k"])
+    tasks = int(tasks if tasks is not None else eval_cfg["tasks"])
+    notice = None
+    if temperature is None:
+        temperature = float(eval_cfg["temperature"])
+        if k > 1 and temperature == 0:
+            temperature = float(rollout_cfg["temperature"])
+            notice = (f"k={k} samples per task: sampling at the rollout temperature {temperature} "
+                      "(greedy would repeat one episode)")
+    horizon = int(max_turns) if max_turns else final_horizon(scheduler)
+    return EvalPlan(split=split, k=k, tasks=tasks, temperature=float(temperature), max_turns=horizon, notice=notice)
+
+
 # -- the runner -------------------------------------------------------------------------------
 def select_tasks(ids: Sequence[int], n: int) -> list[int]:
     """*n* task ids spread evenly over *ids* (all of them when ``n`` is 0 or too large).
@@ -236,13 +302,14 @@ async def evaluate(
     temperature: float | None = None,
     step: int = 0,
     dump_path: Any = None,
+    meta: Mapping[str, Any] | None = None,
     **rollout_options: Any,
 ) -> tuple[dict[str, Any], list[Any]]:
     """Run *k* episodes of every task in *task_ids* and summarize them.
 
     Returns ``(summary, trajectories)``. *temperature* overrides the rollout's (greedy
     evaluation: 0.0); *dump_path* writes the episodes as JSONL for the viewer and report;
-    other keywords (``seed``, ``max_context``, ``chat_template``, ``env_name``) go to ``rollout``.
+    *meta* adds to the summary's ``meta`` (:meth:`EvalPlan.meta`); other keywords (``seed``, ``max_context``, ``chat_template``, ``env_name``) go to ``rollout``.
     """
     from agentgym_core.rollout.runner import rollout
 
@@ -261,6 +328,6 @@ async def evaluate(
         **rollout_options,
     )
     summary = summarize(trajectories, k=k, categories=categories)
-    summary["meta"] = {"tasks": len(task_ids), "max_turns": max_turns, "temperature": temperature}
+    summary["meta"] = {"tasks": len(task_ids), "max_turns": max_turns, "temperature": temperature, **(meta or {})}
     return summary, trajectories
 

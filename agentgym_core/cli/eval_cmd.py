@@ -16,18 +16,35 @@ import click
 
 from agentgym_core.errors import AgentGymError
 
-#: Step used to ask a scheduler for its final horizon (evaluation runs at the full horizon).
-FINAL_STEP = 10**9
-
 
 def resolve_model(model: str) -> tuple[str, Path | None]:
     """``(model path, run dir)``: a run directory means its latest checkpoint."""
+    from agentgym_core.models import BUNDLED, is_alias
     from agentgym_core.runs import Run, is_run_dir
 
     if is_run_dir(model):
         run = Run(model)
         return str(run.latest_checkpoint()), run.path
+    path = Path(model).expanduser()
+    if not is_alias(model) and not path.exists():
+        from agentgym_core.errors import did_you_mean
+
+        parent = path.parent if path.parent.is_dir() else None
+        near = did_you_mean(path.name, [p.name for p in parent.iterdir()]) if parent else ""
+        raise AgentGymError(
+            f"--model {model!r} does not exist.{near} Pass a run directory (runs/<name>), a model folder "
+            f"with config.json, or a bundled alias ({', '.join(BUNDLED)})"
+        )
     return model, None
+
+
+def config_file_hint(arg: str) -> str:
+    """For a positional argument that is a YAML file: how to pass it as a config (-c); else ''."""
+    if "=" in arg or not arg.endswith((".yaml", ".yml")):
+        return ""
+    if Path(arg).is_file():
+        return f"; {arg!r} is a config file: pass it with -c {arg}"
+    return f"; config files go after -c, and {arg!r} does not exist"
 
 
 def comparison_inputs(items: tuple[str, ...]) -> dict[str, dict[str, Any]]:
@@ -106,8 +123,8 @@ def split_and_categories(pool: Any, info: dict[str, Any], env_cfg: Any, split: s
             probe.close()
 
 
-async def _evaluate(cfg: Any, model_path: str, *, split: str, k: int, tasks: int, temperature: float,
-                    max_turns: int, local: bool, manager: Any, dump_path: Path | None) -> tuple[dict, list]:
+async def _evaluate(cfg: Any, model_path: str, plan: Any, *, local: bool, manager: Any,
+                    dump_path: Path | None) -> tuple[dict, list]:
     from agentgym_core.config import build_component
     from agentgym_core.env.launcher import open_env_pool
     from agentgym_core.evaluation import evaluate
@@ -116,34 +133,43 @@ async def _evaluate(cfg: Any, model_path: str, *, split: str, k: int, tasks: int
     engine = None
     try:
         info = await pool.info()
-        ids, categories = split_and_categories(pool, info, cfg.env, split, tasks, manager)
+        ids, categories = split_and_categories(pool, info, cfg.env, plan.split, plan.tasks, manager)
         engine = build_component(manager, "engines", cfg.engine, model_path,
                                  dtype=cfg.model.dtype, chat_template=cfg.model.chat_template)
         action_format = cfg.agent.action_format or info.get("action_format", "react")
         summary, trajectories = await evaluate(
-            engine, pool, ids, k=k, max_turns=max_turns, instruction=info.get("instruction", ""),
+            engine, pool, ids, k=plan.k, max_turns=plan.max_turns, instruction=info.get("instruction", ""),
             action_format=action_format, agent_cfg=cfg.agent, rollout_cfg=cfg.rollout,
-            categories=categories, temperature=temperature, dump_path=dump_path, seed=cfg.run.seed,
+            categories=categories, temperature=plan.temperature, dump_path=dump_path, seed=cfg.run.seed,
             max_context=cfg.model.max_context, chat_template=cfg.model.chat_template, env_name=cfg.env.name,
+            meta=plan.meta(model=model_path, env=cfg.env.name),
         )
     finally:
         if engine is not None:
             engine.close()
         await pool.aclose()
-    summary["meta"].update({"model": model_path, "env": cfg.env.name, "split": split, "k": k})
     return summary, trajectories
 
 
-def final_horizon(cfg: Any, manager: Any) -> int:
-    """The scheduler's horizon at the end of training (what evaluation runs at)."""
+def checkpoint_scheduler(cfg: Any, manager: Any, model_path: str) -> Any:
+    """The config's scheduler, in the state saved with the checkpoint *model_path* when it is one.
+
+    A stateful scheduler (``adaptive``) then gives the horizon the run had reached, the one
+    the trainer's ``eval/after.json`` used; a scheduler the config has changed since keeps
+    its fresh state.
+    """
     from agentgym_core.config import build_component
 
-    try:
-        return int(build_component(manager, "schedulers", cfg.scheduler).max_turns(FINAL_STEP))
-    except AgentGymError:
-        raise
-    except Exception as exc:
-        raise AgentGymError(f"cannot get the final horizon from scheduler {cfg.scheduler.name!r} ({exc}); pass --max-turns") from exc
+    scheduler = build_component(manager, "schedulers", cfg.scheduler)
+    state_file = Path(model_path) / "trainer_state.json"
+    if state_file.is_file():
+        try:
+            state = json.loads(state_file.read_text(encoding="utf-8")).get("scheduler")
+            if state:
+                scheduler.load_state_dict(state)
+        except Exception:  # noqa: BLE001 - another scheduler than the checkpoint's: its own state
+            pass
+    return scheduler
 
 
 def default_out(model: str, run_dir: Path | None, split: str, k: int) -> Path:
@@ -187,7 +213,8 @@ def eval_(files: tuple[str, ...], model: str | None, split: str | None, k: int |
         raise click.UsageError("--model is required (a model folder, an alias, or a run directory)")
     for a in args:
         if "=" not in a:
-            raise click.UsageError(f"unexpected argument {a!r}: overrides look like key.path=value (use --compare to compare runs)")
+            raise click.UsageError(f"unexpected argument {a!r}: overrides look like key.path=value "
+                                   f"(use --compare to compare runs){config_file_hint(a)}")
     from agentgym_core.config import load_config
     from agentgym_core.plugins import get_plugin_manager
 
@@ -200,26 +227,24 @@ def eval_(files: tuple[str, ...], model: str | None, split: str | None, k: int |
     cfg = load_config(list(files), args, manager=manager)
     if "env" not in cfg:
         raise AgentGymError(f"config {', '.join(files)} has no env section; add env: {{name: ...}} to say what to evaluate on")
-    split = split or cfg.eval.split
-    k = k if k is not None else cfg.eval.k
-    tasks = tasks if tasks is not None else cfg.eval.tasks
-    if k < 1 or tasks < 0:
+    if (k is not None and k < 1) or (tasks is not None and tasks < 0):
         raise click.UsageError("--k must be >= 1 and --tasks >= 0")
-    if temperature is None:
-        temperature = cfg.eval.temperature
-        if k > 1 and temperature == 0:
-            temperature = cfg.rollout.temperature
-            click.echo(f"k={k} samples per task: sampling at the rollout temperature {temperature} (greedy would repeat one episode)", err=True)
-    horizon = max_turns or final_horizon(cfg, manager)
-    out_path = Path(out) if out else default_out(model, run_dir, split, k)
+    from agentgym_core.evaluation import plan_evaluation
+
+    scheduler = None if max_turns else checkpoint_scheduler(cfg, manager, model_path)
+    plan = plan_evaluation(cfg.eval, cfg.rollout, scheduler, split=split, k=k, tasks=tasks,
+                           temperature=temperature, max_turns=max_turns)
+    if plan.notice:
+        click.echo(plan.notice, err=True)
+    out_path = Path(out) if out else default_out(model, run_dir, plan.split, plan.k)
     dump = out_path.with_suffix(".jsonl")
     out_path.parent.mkdir(parents=True, exist_ok=True)
-    click.echo(f"Evaluating {model_path} on {cfg.env.name}/{split}: k={k}, horizon {horizon} turns, temperature {temperature}", err=True)
-    summary, _ = asyncio.run(_evaluate(cfg, model_path, split=split, k=k, tasks=tasks, temperature=temperature,
-                                       max_turns=horizon, local=local, manager=manager, dump_path=dump))
+    click.echo(f"Evaluating {model_path} on {cfg.env.name}/{plan.split}: k={plan.k}, horizon {plan.max_turns} turns, "
+               f"temperature {plan.temperature}", err=True)
+    summary, _ = asyncio.run(_evaluate(cfg, model_path, plan, local=local, manager=manager, dump_path=dump))
     table = to_markdown(summary)
     click.echo(table)
     out_path.write_text(json.dumps(summary, indent=2) + "\n", encoding="utf-8")
     out_path.with_suffix(".md").write_text(
-        f"# Evaluation of `{model_path}` on {cfg.env.name}/{split} (k={k})\n\n{table}\n", encoding="utf-8")
+        f"# Evaluation of `{model_path}` on {cfg.env.name}/{plan.split} (k={plan.k})\n\n{table}\n", encoding="utf-8")
     click.echo(f"Wrote {out_path}, {out_path.with_suffix('.md')} and the episodes in {dump}", err=True)

@@ -29,6 +29,11 @@ def train(files: tuple[str, ...], resume: str | None, num_processes: int, overri
     from agentgym_core.config import build_component, load_config
     from agentgym_core.plugins import get_plugin_manager
 
+    for a in overrides:
+        if "=" not in a and a.endswith((".yaml", ".yml")):
+            where = (f"{a!r} is a config file: pass it with -c, e.g. agentgym train -c {a}" if os.path.isfile(a)
+                     else f"{a!r} looks like a config file but does not exist; config files go after -c")
+            raise ConfigError(f"unexpected argument {a!r}: overrides look like key.path=value; {where}")
     manager = get_plugin_manager()
     if resume:
         saved = os.path.join(resume, "config.yaml")

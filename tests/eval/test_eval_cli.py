@@ -58,3 +58,17 @@ def test_eval_argument_errors(runs, tmp_path, capsys):
     (no_ckpt / "trajectories").mkdir(parents=True)
     assert main(["eval", "--model", str(no_ckpt)]) == 1
     assert "has no checkpoint" in capsys.readouterr().err
+
+
+def test_eval_model_that_does_not_exist_names_model(runs, tmp_path, capsys):
+    typo = runs[0].parent / "bsae"
+    assert main(["eval", "--model", str(typo)]) == 1
+    err = capsys.readouterr().err
+    assert f"--model {str(typo)!r} does not exist. Did you mean 'base'?" in err and "-c CONFIG" not in err
+    cfg = tmp_path / "c.yaml"
+    cfg.write_text("env: {name: babyai}\n")
+    assert main(["eval", "-c", str(cfg), "--model", "/no/such/model"]) == 1
+    err = capsys.readouterr().err
+    assert "--model '/no/such/model' does not exist" in err and "model.path" not in err
+    assert main(["eval", "--model", "x", str(cfg)]) == 2
+    assert f"pass it with -c {cfg}" in capsys.readouterr().err

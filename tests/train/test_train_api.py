@@ -43,3 +43,65 @@ def test_llmagent_train_with_lora_writes_loadable_adapters(tmp_path, monkeypatch
     assert any("lora" in n for n, _ in lm.named_parameters())
     with torch.no_grad():
         assert torch.isfinite(lm(input_ids=torch.tensor([[1, 2, 3]])).logits).all()
+
+
+QUICKSTART = Path(__file__).resolve().parents[2] / "configs" / "quickstart.yaml"
+
+
+def test_train_config_with_an_algorithm_method_replaces_the_files_scheduler():
+    from agentgym_core.agent_api import LLMAgent
+
+    cfg = LLMAgent().train_config("babyai", method="GRPO", max_steps=1, config=str(QUICKSTART))
+    # The quickstart's scaling_inter rounds [1, 2] become a fixed horizon at its final stage (2 turns).
+    assert dict(cfg.scheduler) == {"name": "fixed", "turns": 2}
+    assert cfg.trainer.algorithm == "grpo" and cfg.trainer.steps == 1
+    cfg = LLMAgent(max_turns=5).train_config("babyai", method="PPO", config=str(QUICKSTART))
+    assert dict(cfg.scheduler) == {"name": "fixed", "turns": 5} and cfg.trainer.algorithm == "ppo"
+
+
+def test_train_config_file_values_win_over_llmagent_defaults():
+    from agentgym_core.agent_api import LLMAgent
+
+    cfg = LLMAgent().train_config("babyai", method="ScalingInter-RL", max_steps=30, config=str(QUICKSTART))
+    assert cfg.run.name == "quickstart" and cfg.model.max_context == 1024 and cfg.model.dtype == "auto"
+    assert dict(cfg.scheduler) == {"name": "scaling_inter", "rounds": [1, 2], "step_interval": 8}
+    assert cfg.trainer.steps == 30 and list(cfg.env.levels) == ["GoToLocal"]
+    # What the caller passes explicitly wins over the file; overrides win over everything.
+    cfg = LLMAgent(max_context=2048, dtype="fp32").train_config(
+        "babyai", config=str(QUICKSTART), run_name="mine", **{"trainer.lr": 1e-5, "env.levels": "[GoToObj]"})
+    assert (cfg.model.max_context, cfg.model.dtype, cfg.run.name) == (2048, "fp32", "mine")
+    assert cfg.trainer.lr == 1e-5 and list(cfg.env.levels) == ["GoToObj"] and cfg.trainer.steps == 16
+    # Without a file: the agent's defaults.
+    cfg = LLMAgent().train_config("babyai")
+    assert (cfg.run.name, cfg.model.max_context, cfg.trainer.steps, cfg.scheduler.name) == ("agent", 4096, 100, "scaling_inter")
+
+
+def test_train_keyword_that_is_not_a_dotted_key_is_explained():
+    from agentgym_core.agent_api import LLMAgent
+    from agentgym_core.errors import AgentGymError
+
+    with pytest.raises(AgentGymError, match=r"\*\*\{'trainer.lr': 1e-5\}"):
+        LLMAgent().train_config("babyai", lr=1e-5)
+
+
+@pytest.mark.slow
+def test_infer_after_train_plays_the_trained_setup(tmp_path):
+    from agentgym_env_babyai.env import BRIEF_INSTRUCTION
+
+    from agentgym_core.agent_api import LLMAgent
+
+    torch.set_num_threads(1)
+    model = tiny_model_dir(tmp_path)
+    agent = LLMAgent(base_model=str(model), dtype="fp32")  # its own defaults: 20 turns, 128 new tokens
+    agent.train("babyai", max_steps=1, run_name="setup", **{
+        "run.output_dir": str(tmp_path / "runs"), "model.max_context": "1024", "env.levels": "[GoToRedBallGrey]",
+        "env.brief": "true", "agent.action_format": "free", "scheduler.rounds": "[1,3]", "scheduler.step_interval": "1",
+        "rollout.tasks_per_step": "2", "rollout.group_size": "2", "rollout.max_new_tokens": "6",
+        "eval.before": "false", "eval.after": "false", "trainer.finetune": "full", "trainer.local_envs": "true",
+        "trainer.progress": "false"})
+    traj = agent.infer("babyai", task_id=1)
+    assert traj.max_turns == 3  # the scheduler's final horizon, not the agent's 20
+    assert all(t.end - t.start <= 6 + 1 for t in traj.turns)  # rollout.max_new_tokens (+ an end of turn)
+    prompt = agent.engine.tokenizer.decode(traj.token_ids[: traj.prompt_len])
+    assert BRIEF_INSTRUCTION[:60] in prompt and "red ball" in prompt
+    assert agent.infer("babyai", task_id=1, max_turns=1).max_turns == 1  # an explicit argument still wins

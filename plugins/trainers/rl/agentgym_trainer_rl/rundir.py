@@ -46,7 +46,7 @@ class RunDir:
     def log(self, metrics: dict[str, float]) -> None:
         if not self.main:
             return
-        row = {k: (v if not isinstance(v, float) or math.isfinite(v) else None) for k, v in metrics.items()}
+        row = finite_or_null(metrics)
         with open(self.path / "metrics.jsonl", "a", encoding="utf-8") as f:
             f.write(json.dumps(row) + "\n")
         writer = self.tensorboard()
@@ -79,8 +79,37 @@ class RunDir:
             target = self.path / rel
             target.parent.mkdir(parents=True, exist_ok=True)
             tmp = target.with_suffix(".tmp")
-            tmp.write_text(json.dumps(data, indent=2, default=str))
+            tmp.write_text(json.dumps(finite_or_null(data), indent=2, default=str))
             os.replace(tmp, target)
+
+    def save_config(self, text: str) -> bool:
+        """Write *text* to ``config.yaml`` unless it says the same; the old file goes to ``config.prev.yaml``.
+
+        ``--resume`` reads ``config.yaml``, so overrides given with a resume (``trainer.steps=40``)
+        are saved here: a later resume after a crash continues with them. True when it changed
+        an existing file.
+        """
+        target = self.path / "config.yaml"
+        old = target.read_text(encoding="utf-8") if target.exists() else None
+        if old is not None and _plain_config(old) == _plain_config(text):
+            return False
+        if old is not None:
+            (self.path / "config.prev.yaml").write_text(old, encoding="utf-8")
+        tmp = target.with_suffix(".tmp")
+        tmp.write_text(text, encoding="utf-8")
+        os.replace(tmp, target)
+        return old is not None
+
+    def evaluated(self, tag: str, checkpoint: Optional[Path]) -> bool:
+        """True when ``eval/<tag>.json`` is the evaluation of *checkpoint* (its ``meta.model``)."""
+        path = self.path / "eval" / f"{tag}.json"
+        if checkpoint is None or not path.exists():
+            return False
+        try:
+            model = (json.loads(path.read_text(encoding="utf-8")).get("meta") or {}).get("model")
+        except (OSError, ValueError, AttributeError):
+            return False
+        return bool(model) and Path(model).resolve() == Path(checkpoint).resolve()
 
     def close(self) -> None:
         if self._tb:
@@ -139,8 +168,36 @@ class CheckpointWriteError(AgentGymError):
 
 
 def _jsonable(state: dict[str, Any]) -> dict[str, Any]:
-    """The human-readable part of the trainer state (no tensors)."""
-    return {k: v for k, v in state.items() if k not in ("optimizer", "lr_scheduler", "rng", "value_head", "ref")}
+    """The human-readable part of the trainer state (no tensors), valid JSON (NaN -> null)."""
+    return finite_or_null({k: v for k, v in state.items()
+                           if k not in ("optimizer", "lr_scheduler", "rng", "value_head", "ref")})
+
+
+def finite_or_null(value: Any) -> Any:
+    """*value* with every NaN/inf float, however deeply nested, replaced by None.
+
+    ``json.dumps`` would write them as ``NaN``/``Infinity``, which is not JSON: other tools'
+    parsers (``JSON.parse``, ``jq``) reject the whole file.
+    """
+    if isinstance(value, float):
+        return value if math.isfinite(value) else None
+    if isinstance(value, dict):
+        return {k: finite_or_null(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [finite_or_null(v) for v in value]
+    return value
+
+
+def _plain_config(text: str) -> Any:
+    """A config.yaml's data, with a redacted env token read as unset (as ``--resume`` reads it)."""
+    import yaml
+
+    from agentgym_core.config import REDACTED
+
+    data = yaml.safe_load(text) or {}
+    if isinstance(data, dict) and isinstance(data.get("env"), dict) and data["env"].get("token") == REDACTED:
+        data["env"]["token"] = None
+    return data
 
 
 def _fsync_dir(path: Path) -> None:

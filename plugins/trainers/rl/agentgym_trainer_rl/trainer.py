@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import math
+import sys
 import time
 import zlib
 from pathlib import Path
@@ -164,25 +165,34 @@ class RLTrainer(Trainer):
             t.rewards = total
 
     def evaluate(self, tag: str) -> Optional[dict]:
-        """Greedy episodes on held-out tasks (main process); writes ``eval/<tag>.json``."""
-        from agentgym_core.evaluation import evaluate, select_tasks
+        """Held-out episodes (main process) with the same plan as ``agentgym eval``; writes ``eval/<tag>.json``.
 
-        ev = self.config.eval
+        Same rules as ``agentgym eval --model RUN`` on the same checkpoint: the scheduler's
+        final horizon, and with ``eval.k > 1`` at temperature 0 sampling at
+        ``rollout.temperature`` (said on stderr).
+        """
+        from agentgym_core.evaluation import evaluate, plan_evaluation, select_tasks
+
+        cfg = self.config
         summary = None
         if self.main:
-            split = self.splits.get(ev.split)
+            plan = plan_evaluation(cfg.eval, cfg.rollout, self.scheduler)
+            split = self.splits.get(plan.split)
             if split is None:
-                raise ConfigError(f"eval.split {ev.split!r} is not a split of env {self.config.env.name!r} "
+                raise ConfigError(f"eval.split {plan.split!r} is not a split of env {cfg.env.name!r} "
                                   f"(it has {', '.join(self.splits)})")
-            horizon = max(self.scheduler.max_turns(s) for s in (0, self.tc.steps - 1))
+            if plan.notice:
+                print(f"eval {tag}: {plan.notice}", file=sys.stderr, flush=True)
+            ckpt = self.rd.latest_checkpoint() if tag != "before" else None
+            model = str(ckpt) if ckpt is not None else cfg.model.path
             self.module.eval()
             summary, _ = self.loop.run_until_complete(evaluate(
-                self.engine, self.pool, select_tasks(split, ev.tasks), k=ev.k, max_turns=horizon,
-                instruction=self.instruction, action_format=self.action_format, agent_cfg=self.config.agent,
-                rollout_cfg=self.config.rollout, categories=self.categories, temperature=ev.temperature,
-                dump_path=self.rd.path / "eval" / f"{tag}_trajectories.jsonl", seed=self.config.run.seed,
-                max_context=self.config.model.max_context, chat_template=self.config.model.chat_template,
-                env_name=self.config.env.name))
+                self.engine, self.pool, select_tasks(split, plan.tasks), k=plan.k, max_turns=plan.max_turns,
+                instruction=self.instruction, action_format=self.action_format, agent_cfg=cfg.agent,
+                rollout_cfg=cfg.rollout, categories=self.categories, temperature=plan.temperature,
+                dump_path=self.rd.path / "eval" / f"{tag}_trajectories.jsonl", seed=cfg.run.seed,
+                max_context=cfg.model.max_context, chat_template=cfg.model.chat_template,
+                env_name=cfg.env.name, meta=plan.meta(model=model, env=cfg.env.name)))
             self.module.train()
             self.rd.write_json(f"eval/{tag}.json", summary)
         self.acc.wait_for_everyone()
@@ -228,13 +238,21 @@ class RLTrainer(Trainer):
         cfg, tc, hook = self.config, self.tc, self.manager.hook
         run_dir = str(self.rd.path)
         start, nonfinite = self._restore() if self.ckpt is not None else (0, 0)
+        if self.resume and self.main and self.rd.save_config(to_yaml(cfg)):
+            print(f"resume: saved the settings of this resume to {self.rd.path / 'config.yaml'} (the previous "
+                  "config is in config.prev.yaml), so a later --resume continues with them", file=sys.stderr, flush=True)
+        done = start >= tc.steps
+        if done and self.main:
+            print(f"resume: nothing to train: {run_dir} is complete (its checkpoint {self.ckpt.name} is at step "
+                  f"{start}, trainer.steps is {tc.steps}). To train longer, give a larger trainer.steps, e.g. "
+                  f"agentgym train --resume {run_dir} trainer.steps={2 * start}", file=sys.stderr, flush=True)
         self._sync_engine()  # a resumed LoRA run: an engine with its own weights has the base model's
         hook.on_run_start(run_dir=run_dir, config=cfg)
         status, last = "failed", {}
         try:
-            if cfg.eval.before and not (self.rd.path / "eval" / "before.json").exists():
+            if cfg.eval.before and start == 0 and not (self.rd.path / "eval" / "before.json").exists():
                 self.summary["before"] = self.evaluate("before")
-            bar = self._progress(start)
+            bar = None if done else self._progress(start)
             for step in range(start, tc.steps):
                 last, nonfinite = self._step(step, nonfinite)
                 if bar is not None:
@@ -244,9 +262,13 @@ class RLTrainer(Trainer):
                     self._save(step, int(last["horizon"]), last, nonfinite)
             if bar is not None:
                 bar.close()
-            if cfg.eval.after:
+            if cfg.eval.after and done and self.rd.evaluated("after", self.ckpt):
+                if self.main:
+                    print(f"resume: {run_dir}/eval/after.json already evaluates this checkpoint; not re-running it",
+                          file=sys.stderr, flush=True)
+            elif cfg.eval.after:
                 self.summary["after"] = self.evaluate("after")
-            if self.main:
+            if self.main and (not done or "after" in self.summary):
                 _render_curves(self.rd.path, report=True)
             status = "completed"
         except KeyboardInterrupt:
