@@ -5,6 +5,7 @@ Shared by the engine and the trainer, so both see the same weights, dtype and ch
 from __future__ import annotations
 
 import functools
+import warnings
 from pathlib import Path
 from typing import Any
 
@@ -96,7 +97,9 @@ def _load_adapter_checkpoint(folder: Path, torch_dtype: Any, device: Any, chat_t
         raise ModelNotFoundError(f"LoRA checkpoint {str(folder)!r} does not name its base model "
                                  "(base_model_name_or_path in adapter_config.json)")
     base = AutoModelForCausalLM.from_pretrained(str(resolve_model_path(base_name)), dtype=torch_dtype)
-    model = PeftModel.from_pretrained(base, str(folder)).merge_and_unload()
+    with warnings.catch_warnings():  # peft's call of a transformers API deprecated in 5.2x: not the user's concern
+        warnings.filterwarnings("ignore", message=r".*is_gradient_checkpointing.*", category=FutureWarning)
+        model = PeftModel.from_pretrained(base, str(folder)).merge_and_unload()
     model.to(device)
     model.eval()
     tok_dir = folder if (folder / "tokenizer_config.json").is_file() else resolve_model_path(base_name)

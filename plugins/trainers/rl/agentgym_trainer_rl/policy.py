@@ -171,7 +171,19 @@ def apply_lora(lm: nn.Module, r: int, alpha: int, dropout: float, targets: list[
         layers = list(range(max(0, n - last_layers), n))
     config = LoraConfig(r=r, lora_alpha=alpha, lora_dropout=dropout, target_modules=list(targets),
                         layers_to_transform=layers, task_type="CAUSAL_LM")
-    return get_peft_model(lm, config)
+    with peft_quiet():
+        return get_peft_model(lm, config)
+
+
+@contextlib.contextmanager
+def peft_quiet() -> Iterator[None]:
+    """peft asks transformers ``is_gradient_checkpointing``, which newer transformers deprecates
+    with a FutureWarning on every LoRA model: not the user's concern, so not shown."""
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message=r".*is_gradient_checkpointing.*", category=FutureWarning)
+        yield
 
 
 @torch.no_grad()

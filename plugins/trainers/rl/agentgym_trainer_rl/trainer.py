@@ -24,7 +24,7 @@ from agentgym_core.errors import AgentGymError, ConfigError
 from .algorithms import ALGORITHMS, Options
 from .batch import build_batch
 from .config import RLConfig, UpdateConfig
-from .policy import PolicyModule, apply_lora, enable_checkpointing, frozen_copy, load_lm, plain_state_dict
+from .policy import PolicyModule, apply_lora, enable_checkpointing, frozen_copy, load_lm, peft_quiet, plain_state_dict
 from .rundir import ResumeError, RunDir, TaskCursor, load_trainer_state, rng_state, set_rng_state
 from .update import Updater, UpdateOptions
 
@@ -90,7 +90,8 @@ class RLTrainer(Trainer):
             if self.ckpt is not None:
                 from peft import PeftModel
 
-                lm = PeftModel.from_pretrained(lm, str(self.ckpt), is_trainable=True)
+                with peft_quiet():
+                    lm = PeftModel.from_pretrained(lm, str(self.ckpt), is_trainable=True)
             else:
                 lm = apply_lora(lm, tc.lora_r, tc.lora_alpha, tc.lora_dropout, tc.lora_targets, tc.lora_layers)
         elif tc.kl_coef > 0:
