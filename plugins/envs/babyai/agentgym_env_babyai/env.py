@@ -101,6 +101,9 @@ class BabyAIConfig:
         check_range("env.test_seeds", self.test_seeds, ge=1)
         if self.reward not in ("binary", "minigrid"):
             raise ConfigError(f"env.reward must be binary or minigrid, got {self.reward!r}")
+        if not isinstance(self.levels, str) and not hasattr(self.levels, "__iter__"):
+            raise ConfigError(f"env.levels must be a level or group name, or a list of them, got {self.levels!r}")
+        resolve_levels(self.levels)  # unknown names fail when the config loads, not when the env starts
 
 
 class BabyAIEnv(BaseEnv):
