@@ -72,7 +72,7 @@ def test_bad_config_one_clear_error(run_cli, tmp_path, yaml_text, overrides, exp
         ("engine.max_batch_size=0", "engine.max_batch_size must be >= 1, got 0"),
         ("env.train_seeds=0", "env.train_seeds must be >= 1, got 0"),
         ("env.reward=dense", "env.reward must be binary or minigrid, got 'dense'"),
-        ("env.levels=[GoToLocal,GoTooDoor]", "unknown BabyAI level 'GoTooDoor'. Did you mean 'GoToDoor'?"),
+        ("env.levels=[GoToLocal,GoTooDoor]", "unknown BabyAI level 'GoTooDoor'. Did you mean 'GoToDoor'"),
     ],
 )
 def test_bad_env_frame_and_vllm_engine(run_cli, override, expected):
