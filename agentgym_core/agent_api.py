@@ -64,7 +64,7 @@ def _remember_given(init: Callable[..., None]) -> Callable[..., None]:
 #: LLMAgent constructor arguments -> the run config keys they set in ``train`` (when passed).
 _TRAIN_KEYS = {"base_model": "model.path", "dtype": "model.dtype", "max_context": "model.max_context",
                "chat_template": "model.chat_template", "system_prompt": "agent.system_prompt",
-               "action_format": "agent.action_format"}
+               "action_format": "agent.action_format", "engine_name": "engine.name", "seed": "run.seed"}
 _ALGORITHMS = {"grpo": "grpo", "ppo": "ppo", "rloo": "rloo", "reinforcepp": "reinforce_pp", "reinforcepp2": "reinforce_pp"}
 
 
@@ -230,7 +230,9 @@ class LLMAgent:
         defaults = {"run.name": "agent", "model.path": self.base_model, "model.dtype": self.dtype,
                     "model.max_context": self.max_context, "trainer.name": "rl", "trainer.steps": 100,
                     "trainer.algorithm": "grpo"}
-        given = {cfg_key: getattr(self, arg) for arg, cfg_key in _TRAIN_KEYS.items() if arg in self._given}
+        passed = self._given | ({"engine_name"} if "engine" in self._given else set())
+        given = {cfg_key: getattr(self, arg) for arg, cfg_key in _TRAIN_KEYS.items() if arg in passed}
+        given.update({f"engine.{k}": v for k, v in self.engine_options.items()})  # e.g. device="cuda"
         given["env.name"] = env
         for cfg_key, value in (("trainer.steps", max_steps), ("run.name", run_name), ("trainer.algorithm", algorithm)):
             if value is not None:

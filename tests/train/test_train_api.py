@@ -71,6 +71,10 @@ def test_train_config_file_values_win_over_llmagent_defaults():
         "babyai", config=str(QUICKSTART), run_name="mine", **{"trainer.lr": 1e-5, "env.levels": "[GoToObj]"})
     assert (cfg.model.max_context, cfg.model.dtype, cfg.run.name) == (2048, "fp32", "mine")
     assert cfg.trainer.lr == 1e-5 and list(cfg.env.levels) == ["GoToObj"] and cfg.trainer.steps == 16
+    # The engine, its options and the seed given to the agent are the run's too.
+    cfg = LLMAgent(engine="hf", seed=7, max_batch_size=4).train_config("babyai", config=str(QUICKSTART))
+    assert (cfg.engine.name, cfg.engine.max_batch_size, cfg.run.seed) == ("hf", 4, 7)
+    assert LLMAgent().train_config("babyai", config=str(QUICKSTART)).engine.max_batch_size == 16  # the file's
     # Without a file: the agent's defaults.
     cfg = LLMAgent().train_config("babyai")
     assert (cfg.run.name, cfg.model.max_context, cfg.trainer.steps, cfg.scheduler.name) == ("agent", 4096, 100, "scaling_inter")
