@@ -90,9 +90,14 @@ class EpisodeBuilder:
         self.skeleton += [{"role": "assistant", "content": sentinel(n)}, {"role": "user", "content": observation}]
         self.messages += [{"role": "assistant", "content": content}, {"role": "user", "content": observation}]
         self.skeleton_text = self.chat.skeleton_text(self.skeleton)
+        self._eot_sampled = True  # the delta closed the reply: close_reply() has nothing left to end
 
     def close_reply(self) -> None:
-        """End the episode after a reply: append the end-of-turn marker if the model did not produce it."""
+        """End the episode after a reply: append the end-of-turn marker if the model did not produce it.
+
+        After :meth:`commit_observation` (an episode cut at ``max_turns`` ends on the last
+        observation and the generation prompt) nothing is appended: no reply is open.
+        """
         if self._eot_sampled or not self.chat.eot_text:
             return
         ids = self.chat.encode(self.chat.eot_text)

@@ -2,7 +2,11 @@
 
 For each trajectory: the masked-in tokens decode to exactly the sampled text, the whole
 sequence is what the template renders for the same messages (replies as sampled), and the
-logprobs match a separate forward pass of the model over the full sequence.
+logprobs match a separate forward pass of the model over the full sequence. The templates are
+minimal Jinja strings reproducing one behaviour each: Llama 3 (trims content), Qwen2.5
+(default system), Gemma (no system role), Mistral (``[INST]``, strict alternation, system in the
+first or the last user turn), Qwen3 and DeepSeek-R1 (drop ``<think>`` from history; R1 opens
+the generation prompt with ``<think>``).
 """
 from __future__ import annotations
 
@@ -13,8 +17,9 @@ import torch
 from agentgym_engine_hf.engine import HFEngine
 
 from agentgym_core import BaseEnv
+from agentgym_core.engine import Engine, GenerationResult
 from agentgym_core.env.pool import LocalEnvPool
-from agentgym_core.rollout.chat import ChatFormat, sentinel
+from agentgym_core.rollout.chat import ChatFormat, ChatTemplateError, sentinel
 from agentgym_core.rollout.runner import run_rollout
 
 CHATML = None  # the SmolLM2 tokenizer's own template
@@ -41,8 +46,53 @@ UNSTABLE = (
     "{% endfor %}{% if add_generation_prompt %}{{ '<|im_start|>assistant\\n' }}{% endif %}"
 )
 
-TEMPLATES = {"chatml": CHATML, "llama3": LLAMA3, "qwen25": QWEN25}
+#: Gemma: no system role, ``model`` for the assistant, strict alternation, content trimmed.
+GEMMA = (
+    "{{ bos_token }}{% for message in messages %}"
+    "{% if message['role'] == 'system' %}{{ raise_exception('System role not supported') }}{% endif %}"
+    "{% if (message['role'] == 'user') != (loop.index0 % 2 == 0) %}"
+    "{{ raise_exception('Conversation roles must alternate user/assistant/user/assistant/...') }}{% endif %}"
+    "{% set role = 'model' if message['role'] == 'assistant' else message['role'] %}"
+    "{{ '<start_of_turn>' + role + '\\n' + message['content'] | trim + '<end_of_turn>\\n' }}"
+    "{% endfor %}{% if add_generation_prompt %}{{ '<start_of_turn>model\\n' }}{% endif %}"
+)
 
+#: Mistral: system folded into the first user turn (``loop.first``; v0.3 uses ``loop.last``),
+#: strict alternation, a space before each reply in history but none in the generation prompt.
+MISTRAL = (
+    "{% if messages[0]['role'] == 'system' %}{% set system = messages[0]['content'] %}"
+    "{% set loop_messages = messages[1:] %}{% else %}{% set loop_messages = messages %}{% endif %}{{ bos_token }}"
+    "{% for message in loop_messages %}{% if (message['role'] == 'user') != (loop.index0 % 2 == 0) %}"
+    "{{ raise_exception('Conversation roles must alternate user/assistant/user/assistant/...') }}{% endif %}"
+    "{% if message['role'] == 'user' %}{% if loop.first and system is defined %}"
+    "{{ '[INST] ' + system + '\\n\\n' + message['content'] + '[/INST]' }}"
+    "{% else %}{{ '[INST] ' + message['content'] + '[/INST]' }}{% endif %}"
+    "{% else %}{{ ' ' + message['content'] + eos_token }}{% endif %}{% endfor %}"
+)
+MISTRAL_LAST = MISTRAL.replace("loop.first and system", "loop.last and system")
+
+#: Qwen3-style: earlier assistant turns are rendered without their ``<think>...</think>``.
+QWEN3 = (
+    "{% for message in messages %}{% set content = message['content'] %}"
+    "{% if message['role'] == 'assistant' and not loop.last and '</think>' in content %}"
+    "{% set content = content.split('</think>')[-1].lstrip('\\n') %}{% endif %}"
+    "{{ '<|im_start|>' + message['role'] + '\\n' + content + '<|im_end|>\\n' }}{% endfor %}"
+    "{% if add_generation_prompt %}{{ '<|im_start|>assistant\\n' }}{% endif %}"
+)
+
+#: DeepSeek-R1-style: history drops the thinking, the generation prompt opens it.
+R1 = (
+    "{{ bos_token }}{% for message in messages %}{% set content = message['content'] %}"
+    "{% if message['role'] == 'system' %}{{ content }}{% elif message['role'] == 'user' %}{{ '<|User|>' + content }}"
+    "{% else %}{% if '</think>' in content %}{% set content = content.split('</think>')[-1] %}{% endif %}"
+    "{{ '<|Assistant|>' + content + eos_token }}{% endif %}{% endfor %}"
+    "{% if add_generation_prompt %}{{ '<|Assistant|><think>\\n' }}{% endif %}"
+)
+
+TEMPLATES = {"chatml": CHATML, "llama3": LLAMA3, "qwen25": QWEN25, "gemma": GEMMA, "mistral": MISTRAL,
+             "mistral_last": MISTRAL_LAST, "qwen3": QWEN3, "r1": R1}
+#: Templates that render replies verbatim with no lead-in: the plain render of the messages matches too.
+VERBATIM = {"chatml", "qwen25", "qwen3"}
 
 
 class CountEnv(BaseEnv):
@@ -61,36 +111,48 @@ class CountEnv(BaseEnv):
         return f"Step {self.n} done.\n  Keep going.", float(done), done, {"success": done}
 
 
-def expected_text(chat: ChatFormat, traj, contents: list[str], system: str) -> str:
-    """The template's render of the episode's messages, each reply exactly as sampled."""
-    skeleton = [{"role": "system", "content": system}, {"role": "user", "content": first_obs(traj)}]
+def expected_text(chat: ChatFormat, traj, replies: list[str], system: str, first: str | None = None) -> str:
+    """The template's render of the episode's messages, each reply exactly as sampled.
+
+    A reply stands where the generation prompt put it: after the prompt's opening of the
+    assistant turn (R1's ``<think>``), not the history's (Mistral's space).
+    """
+    skeleton = chat.start(system, first or first_obs(traj))[0]
     committed = traj.turns[:-1]
     for i, turn in enumerate(committed):
         skeleton += [{"role": "assistant", "content": sentinel(i)}, {"role": "user", "content": turn.observation}]
     text = chat.render(skeleton, add_generation_prompt=True)
     for i in range(len(committed)):
-        text = text.replace(sentinel(i), contents[i], 1)
-    return text + contents[-1] + chat.eot_text
+        old = chat.history_lead + sentinel(i)
+        assert old in text
+        text = text.replace(old, chat.prompt_lead + replies[i], 1)
+    return text + replies[-1] + chat.eot_text
+
+
+def reply_text(chat: ChatFormat, text: str) -> str:
+    """A sampled reply without the end-of-turn marker the model produced."""
+    return text[: -len(chat.eot_text)] if chat.eot_text and text.endswith(chat.eot_text) else text
 
 
 def first_obs(traj) -> str:
     return f"Task {traj.task_id}.\nWhat do you do?"
 
 
-def check_trajectory(traj, tokenizer, model, chat: ChatFormat) -> None:
+def check_trajectory(traj, tokenizer, model, chat: ChatFormat, system: str = CountEnv.instruction,
+                     first: str | None = None) -> None:
     ids = traj.token_ids
     assert len(ids) == len(traj.loss_mask) == len(traj.logprobs)
     spans = set()
-    contents = []
+    replies = []
     for turn in traj.turns:
         assert traj.loss_mask[turn.start : turn.end] == [1] * (turn.end - turn.start)
         assert tokenizer.decode(ids[turn.start : turn.end], skip_special_tokens=False) == turn.text
         spans.update(range(turn.start, turn.end))
-        contents.append(chat.split_reply(ids[turn.start : turn.end])[0])
+        replies.append(reply_text(chat, turn.text))
     assert {i for i, m in enumerate(traj.loss_mask) if m} == spans, "loss mask must be 1 exactly on sampled tokens"
     assert not traj.template_fallback
     decoded = tokenizer.decode(ids, skip_special_tokens=False)
-    assert decoded == expected_text(chat, traj, contents, CountEnv.instruction)
+    assert decoded == expected_text(chat, traj, replies, system, first)
     with torch.no_grad():
         logp = torch.log_softmax(model(torch.tensor([ids])).logits[0].float(), dim=-1)
     for i in sorted(spans):
@@ -110,9 +172,9 @@ def test_episode_tokens_exact_under_template(template, smol_tokenizer, tiny_mode
     for traj in trajs:
         assert traj.num_turns == 3 and traj.success
         check_trajectory(traj, smol_tokenizer, tiny_model, chat)
-    if template != "llama3":  # templates that keep replies verbatim: the plain render matches too
+    if template in VERBATIM:  # templates that keep replies verbatim: the plain render matches too
         traj = trajs[0]
-        messages = [{"role": "system", "content": CountEnv.instruction}, {"role": "user", "content": first_obs(traj)}]
+        messages = chat.start(CountEnv.instruction, first_obs(traj))[0]
         for turn in traj.turns[:-1]:
             content = chat.split_reply(traj.token_ids[turn.start : turn.end])[0]
             messages += [{"role": "assistant", "content": content}, {"role": "user", "content": turn.observation}]
@@ -141,7 +203,161 @@ def test_unstable_template_falls_back_loudly(smol_tokenizer, tiny_model, caplog)
     traj = trajs[0]
     assert traj.template_fallback
     assert "not prefix-stable" in caplog.text
+    assert ("(at character 74: was 'unts as an action. [2]<|im_end|>\\n<|im_start|>user\\n', "
+            "now 'unts as an action. [4]<|im_end|>\\n<|im_start|>user\\n')") in caplog.text  # says where
     # Still token-exact on the sampled spans, and the observation turns are rendered.
     for turn in traj.turns:
         assert smol_tokenizer.decode(traj.token_ids[turn.start : turn.end], skip_special_tokens=False) == turn.text
-    assert "Step 1 done." in smol_tokenizer.decode(traj.token_ids)
+    text = smol_tokenizer.decode(traj.token_ids)
+    assert "<|im_end|>\n<|im_start|>user\nStep 1 done.\n  Keep going.<|im_end|>\n<|im_start|>assistant\n" in text
+
+
+def rollout_once(tokenizer, model, template, *, agent_cfg=None):
+    traj = run_rollout(
+        HFEngine(model, tokenizer), LocalEnvPool(CountEnv), [(0, 0)], max_turns=5,
+        instruction=CountEnv.instruction, action_format="free", agent_cfg=agent_cfg,
+        rollout_cfg={"max_new_tokens": 6}, seed=0, chat_template=template,
+    )[0]
+    assert traj.end_reason == "done"
+    return traj
+
+
+def test_gemma_gets_the_system_text_in_the_first_user_message(smol_tokenizer, tiny_model, caplog):
+    template = GEMMA + "{# a copy of its own: the notice is logged once per template and process #}"
+    with pytest.raises(ChatTemplateError, match="raised TemplateError\\('System role not supported'\\)"):
+        ChatFormat(smol_tokenizer, template).render([{"role": "system", "content": "s"}], add_generation_prompt=True)
+    with caplog.at_level(logging.WARNING, logger="agentgym.rollout"):
+        trajs = [rollout_once(smol_tokenizer, tiny_model, template) for _ in range(2)]
+    notices = [r.getMessage() for r in caplog.records if "first user message" in r.getMessage()]
+    assert notices == [
+        "the system text (agent.system_prompt, and the env's instruction unless agent.instruction_position puts it "
+        "elsewhere) goes at the start of the first user message, because the chat template raised "
+        "TemplateError('System role not supported') for a system message."
+    ]
+    text = smol_tokenizer.decode(trajs[0].token_ids)
+    assert text.startswith(f"<|im_start|><start_of_turn>user\n{CountEnv.instruction}\n\nTask 0.\nWhat do you do?"
+                           "<end_of_turn>\n<start_of_turn>model\n")
+    assert not trajs[0].template_fallback
+
+
+def test_gemma_instruction_position_and_system_prompt(smol_tokenizer, tiny_model):
+    agent = {"system_prompt": "Be brief.", "instruction_position": "after_observation"}
+    traj = rollout_once(smol_tokenizer, tiny_model, GEMMA, agent_cfg=agent)
+    text = smol_tokenizer.decode(traj.token_ids)
+    assert text.startswith(f"<|im_start|><start_of_turn>user\nBe brief.\n\nTask 0.\nWhat do you do?\n\n"
+                           f"{CountEnv.instruction}<end_of_turn>\n<start_of_turn>model\n")
+    chat = ChatFormat(smol_tokenizer, GEMMA)
+    check_trajectory(traj, smol_tokenizer, tiny_model, chat, system="Be brief.",
+                     first=f"{first_obs(traj)}\n\n{CountEnv.instruction}")
+
+
+def test_mistral_alternation_error_is_clear(smol_tokenizer):
+    chat = ChatFormat(smol_tokenizer, MISTRAL)
+    assert chat.system_fold is None and (chat.prompt_lead, chat.history_lead) == ("", " ")
+    user = {"role": "user", "content": "u"}
+    with pytest.raises(ChatTemplateError) as info:
+        chat.render([user, user], add_generation_prompt=True)
+    assert str(info.value) == (
+        "the chat template raised TemplateError('Conversation roles must alternate user/assistant/user/assistant/...')"
+        " rendering messages with roles [user, user]; an agent episode is system (optional), user, then alternating "
+        "assistant/user messages: set model.chat_template to a template that renders such a conversation"
+    )
+    # A reply that starts with the history's space is rendered back to itself without doubling it.
+    ids = smol_tokenizer.encode(" go north", add_special_tokens=False) + [chat.eot_id]
+    assert chat.split_reply(ids) == ("go north", True)
+
+
+def test_mistral_last_user_system_is_kept_in_the_first_turn(smol_tokenizer, tiny_model, caplog):
+    chat = ChatFormat(smol_tokenizer, MISTRAL_LAST)
+    assert chat.system_fold == "moves the system message into the latest user turn, which would change earlier turns"
+    # At the first turn the template's own render and the folded one are the same prompt.
+    first = [{"role": "system", "content": "S"}, {"role": "user", "content": "O"}]
+    assert chat.start("S", "O")[1] == chat.render(first, add_generation_prompt=True) == "<|im_start|>[INST] S\n\nO[/INST]"
+    traj = rollout_once(smol_tokenizer, tiny_model, MISTRAL_LAST)
+    text = smol_tokenizer.decode(traj.token_ids)
+    assert text.count(CountEnv.instruction) == 1 and "[INST] Step 1 done.\n  Keep going.[/INST]" in text
+    check_trajectory(traj, smol_tokenizer, tiny_model, chat)
+
+
+def test_template_that_cannot_hold_an_episode(smol_tokenizer):
+    no_replies = "{% for m in messages %}{% if m['role'] == 'assistant' %}{{ raise_exception('no assistant') }}" \
+                 "{% endif %}{{ m['content'] }}{% endfor %}"
+    with pytest.raises(ChatTemplateError, match=r"raised TemplateError\('no assistant'\) rendering messages with "
+                                                r"roles \[user, assistant\]; .* set model.chat_template"):
+        ChatFormat(smol_tokenizer, no_replies)
+
+
+class ScriptedEngine(Engine):
+    """Replies with a fixed reasoning trace and answer; keeps every prompt it was given."""
+
+    def __init__(self, tokenizer):
+        self._tok = tokenizer
+        self.prompts = []
+
+    @property
+    def tokenizer(self):
+        return self._tok
+
+    def generate(self, requests):
+        out = []
+        for r in requests:
+            self.prompts.append(list(r.prompt_ids))
+            text = f"I should act (turn {len(self.prompts)}).\n</think>\n\ngo"
+            ids = self._tok.encode(text, add_special_tokens=False) + [self._tok.convert_tokens_to_ids("<|im_end|>")]
+            out.append(GenerationResult(ids, [-1.0] * len(ids), "stop", len(r.prompt_ids)))
+        return out
+
+    def update_weights(self, source):
+        pass
+
+
+@pytest.mark.parametrize("template", ["qwen3", "r1"])
+def test_reasoning_kept_as_sampled_when_history_drops_it(template, smol_tokenizer):
+    """The template drops <think> from history; the episode keeps it, stays append-only and needs no fallback."""
+    engine = ScriptedEngine(smol_tokenizer)
+    traj = run_rollout(
+        engine, LocalEnvPool(CountEnv), [(0, 0)], max_turns=5, instruction=CountEnv.instruction,
+        action_format="free", rollout_cfg={"max_new_tokens": 40}, chat_template=TEMPLATES[template],
+    )[0]
+    chat = ChatFormat(smol_tokenizer, TEMPLATES[template])
+    assert traj.num_turns == 3 and not traj.template_fallback
+    assert chat.prompt_lead == ("<think>\n" if template == "r1" else "")
+    for prompt in engine.prompts:  # append-only: every prompt the model saw is a prefix of the episode
+        assert traj.token_ids[: len(prompt)] == prompt
+    for turn in traj.turns:
+        assert traj.loss_mask[turn.start : turn.end] == [1] * (turn.end - turn.start)
+        assert traj.token_ids[turn.start : turn.end] == smol_tokenizer.encode(turn.text, add_special_tokens=False)
+    assert sum(traj.loss_mask) == sum(t.end - t.start for t in traj.turns)
+    decoded = smol_tokenizer.decode(traj.token_ids)
+    replies = [reply_text(chat, t.text) for t in traj.turns]
+    assert decoded == expected_text(chat, traj, replies, CountEnv.instruction)
+    assert decoded.count("</think>") == 3  # every turn's reasoning, as the model produced it
+    # The plain render of the same messages drops the earlier reasoning: it is not what the model saw.
+    messages = chat.start(CountEnv.instruction, first_obs(traj))[0]
+    for turn, reply in zip(traj.turns[:-1], replies):
+        messages += [{"role": "assistant", "content": reply}, {"role": "user", "content": turn.observation}]
+    assert chat.render(messages, add_generation_prompt=True).count("</think>") == 0
+
+
+def test_episode_cut_at_max_turns_ends_on_the_generation_prompt(smol_tokenizer):
+    """The last observation is committed with the generation prompt; closing the episode then
+    adds nothing (it used to append an end-of-turn after the prompt: an empty assistant turn)."""
+    from agentgym_core.engine import GenerationResult
+    from agentgym_core.rollout.episode import EpisodeBuilder
+    from agentgym_core.rollout.trajectory import Trajectory
+
+    chat = ChatFormat(smol_tokenizer)
+    traj = Trajectory(episode_id="e", env_name="t", task_id=0, group_id=0, token_ids=[], loss_mask=[], logprobs=[],
+                      prompt_len=0)
+    ep = EpisodeBuilder(chat, traj, system="Be brief.", first_observation="Task 0.")
+    reply = chat.encode("go north")  # cut by max_new_tokens: no end-of-turn sampled
+    ep.add_reply(GenerationResult(token_ids=reply, logprobs=[-1.0] * len(reply), finish_reason="length"))
+    ep.observation_delta("You moved.")
+    ep.commit_observation()
+    before = list(traj.token_ids)
+    ep.close_reply()
+    assert traj.token_ids == before
+    prompt = chat.render([{"role": "system", "content": "Be brief."}, {"role": "user", "content": "Task 0."},
+                          {"role": "assistant", "content": "go north"}, {"role": "user", "content": "You moved."}],
+                         add_generation_prompt=True)
+    assert chat.decode(traj.token_ids) == prompt and traj.loss_mask.count(1) == len(reply)
