@@ -197,13 +197,19 @@ def _validate_section(path: str, spec: SectionSpec, section: Any, manager: Any, 
         except AgentGymError as exc:
             raise ConfigError(f"config key '{path}.name' ({name!r}): {exc}") from exc
     valid = frame_fields | ({f.name for f in dataclasses.fields(comp_cls)} if comp_cls else set())
-    for key in rest:
-        if comp_cls is None or key not in valid:
-            hint = did_you_mean(str(key), valid)
-            raise ConfigError(
-                f"unknown config key '{path}.{key}'.{hint} Valid keys under {path} "
-                f"({spec.kind[:-1]} {name!r}): {', '.join(sorted(valid))}"
-            )
+    unknown = [str(key) for key in rest if comp_cls is None or key not in valid]
+    if len(unknown) == 1:
+        raise ConfigError(
+            f"unknown config key '{path}.{unknown[0]}'.{did_you_mean(unknown[0], valid)} Valid keys under {path} "
+            f"({spec.kind[:-1]} {name!r}): {', '.join(sorted(valid))}"
+        )
+    if unknown:  # typically the options of another component, left behind when its name changed
+        keys = ", ".join(f"{path}.{k}" for k in unknown)
+        raise ConfigError(
+            f"{len(unknown)} keys under {path} are not options of {spec.kind[:-1]} {name!r}: {keys}. If they belong "
+            f"to the {spec.kind[:-1]} the file was written for, remove them when switching to {name!r}. Valid keys "
+            f"under {path}: {', '.join(sorted(valid))}"
+        )
     result = _check(path, spec.dataclass, OmegaConf.create(frame_part))
     if comp_cls is not None:
         result.update(_check(path, comp_cls, rest))

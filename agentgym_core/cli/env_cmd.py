@@ -20,9 +20,9 @@ def _options(raw: str | None) -> dict:
     try:
         value = json.loads(raw)
     except ValueError as exc:
-        raise AgentGymError(f"--options must be a JSON object, e.g. '{{\"levels\": \"easy\"}}': {exc}") from None
+        raise AgentGymError(f"--options must be a JSON object, e.g. '{{\"size\": 4}}': {exc}") from None
     if not isinstance(value, dict):
-        raise AgentGymError(f"--options must be a JSON object, e.g. '{{\"levels\": \"easy\"}}', got {raw!r}")
+        raise AgentGymError(f"--options must be a JSON object, e.g. '{{\"size\": 4}}', got {raw!r}")
     return value
 
 
@@ -72,7 +72,8 @@ def play(name: str, task_id: int | None, options_json: str | None) -> None:
         click.secho(f"# {name}, task {task_id}", bold=True)
         if instance.instruction:
             click.echo(instance.instruction.strip())
-        click.echo(f"(action format: {instance.action_format}; end with Ctrl-D)\n")
+        what = {"react": " (what would follow 'Action:')", "tags": " (what would go inside the tags)"}
+        click.echo(f"(type the action itself{what.get(instance.action_format, '')}, one per line; end with Ctrl-D)\n")
         click.echo(_call(name, f"reset(task_id={task_id})", instance.reset, task_id=task_id))
         total, steps = 0.0, 0
         while True:

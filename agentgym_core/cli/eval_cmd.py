@@ -136,7 +136,7 @@ async def _evaluate(cfg: Any, model_path: str, plan: Any, *, local: bool, manage
         ids, categories = split_and_categories(pool, info, cfg.env, plan.split, plan.tasks, manager)
         engine = build_component(manager, "engines", cfg.engine, model_path,
                                  dtype=cfg.model.dtype, chat_template=cfg.model.chat_template)
-        action_format = cfg.agent.action_format or info.get("action_format", "react")
+        action_format = info.get("action_format", "react")  # the env's; rollout applies agent.action_format
         summary, trajectories = await evaluate(
             engine, pool, ids, k=plan.k, max_turns=plan.max_turns, instruction=info.get("instruction", ""),
             action_format=action_format, agent_cfg=cfg.agent, rollout_cfg=cfg.rollout,

@@ -38,7 +38,7 @@ async def play(cfg: Any, manager: Any, *, episodes: int, local: bool, max_turns:
         trajectories = await rollout(
             engine, pool, [(tid, i) for i, tid in enumerate(ids)],
             max_turns=horizon, instruction=info.get("instruction", ""),
-            action_format=cfg.agent.action_format or info.get("action_format", "react"),
+            action_format=info.get("action_format", "react"),  # the env's; rollout applies agent.action_format
             agent_cfg=cfg.agent, rollout_cfg=cfg.rollout, temperature=temperature, dump_path=dump,
             seed=cfg.run.seed, max_context=cfg.model.max_context, chat_template=cfg.model.chat_template,
             env_name=cfg.env.name, stats=stats,

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import logging
 import os
 import time
 import zlib
@@ -22,6 +23,21 @@ from .batcher import Batcher
 from .chat import ChatFormat
 from .episode import EpisodeBuilder
 from .trajectory import Trajectory
+
+
+_told_formats: set[tuple[str, str, str]] = set()
+
+
+def _warn_format_override(env: str, declared: str, used: str) -> None:
+    """Say once per process that agent.action_format overrides what the env's instruction asks for."""
+    if (env, declared, used) in _told_formats:
+        return
+    _told_formats.add((env, declared, used))
+    example = {"react": '"Thought: ... Action: X"', "tags": '"<action>X</action>"', "free": "a bare action"}[declared]
+    logging.getLogger("agentgym.rollout").warning(
+        "agent.action_format=%s overrides env %r's %s format: its instruction asks for replies like %s, which are "
+        "now read as %s. Drop agent.action_format to use the env's own.", used, env, declared, example,
+        {"react": "'Thought: ... Action: X'", "tags": "<action>X</action>", "free": "the action itself (the whole reply)"}[used])
 
 
 async def rollout(
@@ -52,6 +68,8 @@ async def rollout(
     agent = _section(agent_cfg)
     cfg = _section(rollout_cfg)
     fmt = check_format(agent.get("action_format") or action_format)
+    if fmt != action_format:
+        _warn_format_override(env_name or getattr(pool, "name", "env"), action_format, fmt)
     temp = float(cfg.get("temperature", 1.0) if temperature is None else temperature)
     chat = ChatFormat(engine.tokenizer, chat_template)
     position = agent.get("instruction_position") or "system"

@@ -90,6 +90,15 @@ def test_audit_warmup_steps_through_cli(run_cli):
         "Error: config section 'trainer': trainer.warmup_steps must be >= 0 (0: no warm-up), got -5")
 
 
+def test_switching_env_names_every_leftover_option_at_once(run_cli):
+    """The quickstart file pointed at another env: one error listing all babyai options left behind."""
+    pytest.importorskip("agentgym_env_textcraft")
+    res = run_cli("config", "show", "-c", str(QUICKSTART), "env.name=textcraft", site=False)
+    line = one_error_line(res)
+    assert ("5 keys under env are not options of env 'textcraft': env.levels, env.train_seeds, env.test_seeds, "
+            "env.brief, env.lenient. If they belong to the env the file was written for, remove them") in line, line
+
+
 def test_list_item_in_a_later_file(tmp_path):
     first, second = tmp_path / "a.yaml", tmp_path / "b.yaml"
     first.write_text(TWO_REWARDS)

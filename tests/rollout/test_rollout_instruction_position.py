@@ -63,3 +63,35 @@ def test_instruction_position(smol_tokenizer, position):
 def test_instruction_position_is_validated(plugin_manager):
     with pytest.raises(ConfigError, match="agent.instruction_position must be"):
         load_config(None, ["agent.instruction_position=middle"], plugin_manager)
+
+
+def test_overriding_the_envs_action_format_is_said_once(smol_tokenizer, caplog):
+    """agent.action_format=free on an env whose instruction asks for Thought/Action: a warning,
+    once per process, naming both formats (the quickstart's block copied to a react env)."""
+    import logging
+
+    class ReactEnv(OneTurn):
+        action_format = "react"
+
+    engine = RecordingEngine(smol_tokenizer)
+    caplog.set_level(logging.WARNING, logger="agentgym.rollout")
+    for _ in range(2):
+        asyncio.run(rollout(engine, LocalEnvPool(ReactEnv, name="reacty"), [(0, 0)], max_turns=1,
+                            instruction=ReactEnv.instruction, action_format="react",
+                            agent_cfg={"action_format": "free"}, rollout_cfg={"temperature": 0.0}, env_name="reacty"))
+    told = [r.getMessage() for r in caplog.records if "overrides env" in r.getMessage()]
+    assert told == ["agent.action_format=free overrides env 'reacty''s react format: its instruction asks for replies "
+                    "like \"Thought: ... Action: X\", which are now read as the action itself (the whole reply). "
+                    "Drop agent.action_format to use the env's own."]
+    caplog.clear()
+    asyncio.run(rollout(engine, LocalEnvPool(OneTurn, name="one"), [(0, 0)], max_turns=1, instruction="x",
+                        action_format="free", agent_cfg={"action_format": "free"}, rollout_cfg={"temperature": 0.0}))
+    assert not [r for r in caplog.records if "overrides env" in r.getMessage()]
+
+
+def test_brief_babyai_asks_for_the_bare_action():
+    pytest.importorskip("agentgym_env_babyai")
+    from agentgym_env_babyai.env import BabyAIEnv
+
+    assert BabyAIEnv(brief=True, levels="GoToLocal").describe()["action_format"] == "free"
+    assert BabyAIEnv(levels="GoToLocal").describe()["action_format"] == "react"

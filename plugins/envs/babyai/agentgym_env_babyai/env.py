@@ -117,8 +117,8 @@ class BabyAIEnv(BaseEnv):
                  reward: str = "binary", brief: bool = False, lenient: bool = True,
                  **options: Any) -> None:
         super().__init__(**options)
-        if brief:
-            self.instruction = BRIEF_INSTRUCTION
+        if brief:  # "Reply with one action": the reply is the action
+            self.instruction, self.action_format = BRIEF_INSTRUCTION, "free"
         self.lenient = bool(lenient)
         self.levels = resolve_levels(levels)
         if int(train_seeds) < 1 or int(test_seeds) < 1:
