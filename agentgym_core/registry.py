@@ -251,7 +251,11 @@ class Registry:
         installed = ", ".join(self.names()) or "none"
         msg = f"unknown {noun} {name!r}.{did_you_mean(str(name), self._entries)} Installed {self.kind}: {installed}."
         provider = KNOWN_PROVIDERS.get(self.kind, {}).get(name)
-        if provider:
+        if ":" in str(name):
+            article = "an" if noun[0] in "aeiou" else "a"
+            msg += (f" An import string names {article} {noun} only for `agentgym env serve/play`; to use it in a run "
+                    "config, register it with an entry point (README, 'Write a plugin') and give its name.")
+        elif provider:
             msg += " " + _provider_hint(noun, name, self.kind, provider)
         else:
             msg += " The plugin that provides it may not be installed (see `agentgym plugins`)."

@@ -46,7 +46,8 @@ def one_error_line(res) -> str:
         ("", ["rollout.top_p=0"], "rollout.top_p must be in (0, 1], got 0.0"),
         ("", ["agent.history_window=-1"], "agent.history_window must be >= 0"),
         ("rewards: [{name: success, weight: .nan}]\n", [], "the reward's weight must be a finite number, got nan"),
-        ("", ["scheduler.turns=0"], "scheduler.turns must be >= 1, got 0"),                 # core's fixed scheduler
+        ("", ["scheduler.turns=0"], "scheduler.turns must be >= 1, got 0"),
+        ("", ["env.name=my_pkg.env:MyEnv"], "An import string names an env only for `agentgym env serve/play`"),                 # core's fixed scheduler
         ("", ["backend.name=cpu", "backend.threads=-1"], "backend.threads must be >= 0"),  # core's cpu backend
     ],
 )
