@@ -288,13 +288,29 @@ class Run:
                 keys += [f"{sub}/{p.stem}" for p in d.glob("*.jsonl") if p.is_file()]
         return sorted(keys, key=lambda k: (not k.startswith("trajectories/"), step_of(k) is None, step_of(k) or 0, k))
 
+    def trajectory_key(self, key: str) -> str:
+        """*key* as :meth:`trajectory_files` names it: a ``.jsonl`` suffix is dropped, and an empty
+        key means the latest training step's file (else the first eval dump)."""
+        key = key.removesuffix(".jsonl")
+        if key:
+            return key
+        files = self.trajectory_files()
+        steps = [k for k in files if k.startswith("trajectories/")]
+        if not files:
+            raise RunDirError(f"run {str(self.path)!r} has no trajectory files yet")
+        return steps[-1] if steps else files[0]
+
     def trajectory_index(self, key: str) -> TrajectoryIndex:
-        """The (refreshed) index of file *key*; an unknown key raises :class:`RunDirError`."""
+        """The (refreshed) index of file *key* (see :meth:`trajectory_key`); an unknown key raises
+        :class:`RunDirError` listing the files there are."""
+        key = self.trajectory_key(key)
         with self._lock:
             idx = self._indexes.get(key)
             if idx is None:
-                if key not in self.trajectory_files():
-                    raise RunDirError(f"no trajectory file {key!r} in run {str(self.path)!r}")
+                files = self.trajectory_files()
+                if key not in files:
+                    shown = ", ".join(files[:5]) + (f", ... ({len(files)} in all)" if len(files) > 5 else "")
+                    raise RunDirError(f"no trajectory file {key!r} in run {str(self.path)!r}; files: {shown or 'none'}")
                 idx = self._indexes[key] = TrajectoryIndex(self.path / f"{key}.jsonl")
         return idx.refresh()
 

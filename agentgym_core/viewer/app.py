@@ -107,7 +107,7 @@ class Viewer:
 
     def api_episodes(self, request: Request) -> Response:
         try:
-            key = request.query_params.get("file", "")
+            key = self.run.trajectory_key(request.query_params.get("file", ""))
             offset = _int(request, "offset", 0, 0)
             limit = _int(request, "limit", 50, 1, MAX_LIMIT)
             status = request.query_params.get("filter", "all")
@@ -168,7 +168,7 @@ class Viewer:
 
     def api_episode(self, request: Request) -> Response:
         try:
-            key = request.query_params.get("file", "")
+            key = self.run.trajectory_key(request.query_params.get("file", ""))
             index = _int(request, "index", 0, 0)
             idx = self.run.trajectory_index(key)
             data = idx.read(index)

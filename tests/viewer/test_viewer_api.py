@@ -79,6 +79,18 @@ def test_bad_requests_say_what_is_wrong(served):
     _, client = served
     r = client.get("/api/episodes", params={"file": "../../etc/passwd"})
     assert r.status_code == 404 and "no trajectory file" in r.json()["error"]
+    assert "files: trajectories/step_000001, trajectories/step_000002" in r.json()["error"]  # what there is
+
+
+def test_file_names_as_on_disk_or_omitted(served):
+    """`file` may carry the .jsonl suffix; without it the latest training step is shown."""
+    _, client = served
+    r = client.get("/api/episodes", params={"file": STEP + ".jsonl", "limit": 1})
+    assert r.status_code == 200 and r.json()["file"] == STEP
+    r = client.get("/api/episodes", params={"limit": 1})
+    assert r.status_code == 200 and r.json()["file"] == "trajectories/step_000003"
+    r = client.get("/api/episode")
+    assert r.status_code == 200 and r.json()["file"] == "trajectories/step_000003" and r.json()["index"] == 0
     r = client.get("/api/episodes", params={"file": STEP, "limit": 100000})
     assert r.status_code == 400 and "limit" in r.json()["error"]
     r = client.get("/api/episodes", params={"file": STEP, "filter": "maybe"})
