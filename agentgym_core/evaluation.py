@@ -15,6 +15,7 @@ from __future__ import annotations
 from collections import Counter, defaultdict
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, Union
 
 from .errors import AgentGymError
@@ -182,6 +183,11 @@ def compare_rows(summaries: Mapping[str, Mapping[str, Any]]) -> tuple[list[str],
     names = list(summaries)
     headers = ["metric"] + names
     rows: list[list[str]] = []
+    metas = [s.get("meta") or {} for s in summaries.values()]
+    if any(metas):  # what each column evaluated
+        rows.append(["env"] + [str(m.get("env") or "–") for m in metas])
+        rows.append(["model"] + [_short_model(m.get("model")) for m in metas])
+        rows.append(["max turns"] + [str(m.get("max_turns") or "–") for m in metas])
     for key in ("n", "tasks", "success_rate", "avg_at_k", "pass_at_k", "score_mean", "turns_mean", "failed"):
         label = METRIC_LABELS[key]
         ks = {s.get("k", 1) for s in summaries.values()}
@@ -203,7 +209,19 @@ def compare(summaries: Mapping[str, Mapping[str, Any]]) -> str:
     """A Markdown table of several summaries side by side (``{name: summary}``)."""
     if not summaries:
         return "(nothing to compare)"
-    return markdown_table(*compare_rows(summaries))
+    envs = {(s.get("meta") or {}).get("env") for s in summaries.values()} - {None}
+    note = f"note: these columns evaluate different envs ({', '.join(sorted(envs))})\n\n" if len(envs) > 1 else ""
+    return note + markdown_table(*compare_rows(summaries))
+
+
+def _short_model(model: Any) -> str:
+    """A model path shortened to what tells columns apart (``quickstart/step_000016``)."""
+    if not model:
+        return "–"
+    parts = Path(str(model)).parts
+    if len(parts) >= 3 and parts[-2] == "checkpoints":
+        return f"{parts[-3]}/{parts[-1]}"
+    return parts[-1] if parts else str(model)
 
 
 # -- settings shared by ``agentgym eval`` and the trainer's before/after evaluation -----------

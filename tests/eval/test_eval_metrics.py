@@ -102,6 +102,17 @@ def test_compare_side_by_side_with_missing_categories():
     assert compare({}) == "(nothing to compare)"
 
 
+def test_compare_says_what_each_column_evaluated():
+    a = {**summarize([ep(1, True)], k=1), "meta": {"env": "lightsout", "max_turns": 3,
+                                                   "model": "/r/runs/lo/checkpoints/step_000003"}}
+    b = {**summarize([ep(1, False)], k=1), "meta": {"env": "mytoy", "max_turns": 2, "model": "smollm2-135m-instruct"}}
+    table = compare({"after": a, "other": b})
+    assert table.startswith("note: these columns evaluate different envs (lightsout, mytoy)")
+    assert "| env | lightsout | mytoy |" in table and "| model | lo/step_000003 | smollm2-135m-instruct |" in table
+    assert "| max turns | 3 | 2 |" in table
+    assert not compare({"after": a, "again": a}).startswith("note:")
+
+
 def test_eval_tasks_groups_samples_of_a_task():
     assert eval_tasks([7, 9], 2) == [(7, 0), (7, 0), (9, 1), (9, 1)]
     assert not math.isnan(pass_at_k(10, 3, 5))
