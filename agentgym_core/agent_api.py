@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import functools
 import inspect
+import sys
+from pathlib import Path
 from dataclasses import dataclass
 from typing import Any, Callable, Optional
 
@@ -158,6 +160,17 @@ class LLMAgent:
         manager = get_plugin_manager()
         cfg = self.train_config(env, method, max_steps=max_steps, algorithm=algorithm, run_name=run_name,
                                 config=config, manager=manager, **overrides)
+        if run_name is None and "run.name" not in overrides and not cfg.run.overwrite:
+            # A name nobody chose (the agent's default or the file's): a second train() gets its
+            # own directory ("agent-2") instead of the trainer refusing the first one's.
+            root, name, n = Path(cfg.run.output_dir), cfg.run.name, 2
+            while _holds_results(root / name):
+                name, n = f"{cfg.run.name}-{n}", n + 1
+            if name != cfg.run.name:
+                print(f"LLMAgent.train: {root / cfg.run.name} holds an earlier run; this one goes to {root / name}",
+                      file=sys.stderr, flush=True)
+                cfg = self.train_config(env, method, max_steps=max_steps, algorithm=algorithm, run_name=name,
+                                        config=config, manager=manager, **overrides)
         trainer = build_component(manager, "trainers", cfg.trainer, cfg, manager)
         metrics = trainer.fit()
         ckpt = getattr(trainer, "rd", None) and trainer.rd.latest_checkpoint()
@@ -354,3 +367,9 @@ def _is_env_name(text: str) -> bool:
     except Exception:  # noqa: BLE001 - not a registered env: treat as an observation
         return False
     return True
+
+
+def _holds_results(path: Path) -> bool:
+    """Whether a run directory has results a new run must not write into."""
+    metrics = path / "metrics.jsonl"
+    return (metrics.is_file() and metrics.stat().st_size > 0) or any((path / "checkpoints").glob("step_*"))

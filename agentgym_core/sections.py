@@ -50,6 +50,9 @@ class RunSection:
     name: str = "run"
     output_dir: str = "runs"
     seed: int = 0
+    #: Replace an earlier run in ``output_dir/name`` (its files are deleted first). False: a
+    #: new run refuses to start there; ``agentgym train --resume DIR`` continues it instead.
+    overwrite: bool = False
 
     def __post_init__(self) -> None:
         if not self.name or "/" in self.name:

@@ -1,7 +1,13 @@
 #!/usr/bin/env bash
 # The README's main command: set up, then train SmolLM2-135M-Instruct on BabyAI on this CPU,
 # evaluating on held-out tasks before and after (results in runs/quickstart/).
+# Each run replaces the previous quickstart run (run.overwrite=true); pass run.name=NAME to
+# keep it, or --resume runs/quickstart to continue it.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh
-exec .venv/bin/agentgym train -c configs/quickstart.yaml "$@"
+case " $* " in
+  *" --resume"*) ;;
+  *) echo "[quickstart] training into runs/quickstart, replacing an earlier quickstart run there (run.overwrite=true)" >&2 ;;
+esac
+exec .venv/bin/agentgym train -c configs/quickstart.yaml run.overwrite=true "$@"

@@ -45,14 +45,23 @@ def train(files: tuple[str, ...], resume: str | None, num_processes: int, overri
     cfg = load_config(list(files), overrides, manager=manager)
     trainer = build_component(manager, "trainers", cfg.trainer, cfg, manager, resume=resume)
     trainer.fit()
-    summary = getattr(trainer, "summary", {})
-    if int(os.environ.get("RANK", "0")) == 0 and summary:
-        for tag in ("before", "after"):
-            s = summary.get(tag)
-            if s:
-                row = s["overall"]
-                click.echo(f"held-out success {tag:>6}: {row['success_rate']:.3f} ({row['n']} episodes, "
-                           f"mean turns {row['turns_mean']:.1f})")
+    if int(os.environ.get("RANK", "0")) != 0:
+        return
+    summary = getattr(trainer, "summary", {}) or {}
+    for tag in ("before", "after"):
+        s = summary.get(tag)
+        if s:
+            row = s["overall"]
+            click.echo(f"held-out success {tag:>6}: {row['success_rate']:.3f} ({row['n']} episodes, "
+                       f"mean turns {row['turns_mean']:.1f})")
+    run_dir = os.path.abspath(resume or os.path.join(cfg.run.output_dir, cfg.run.name))
+    click.echo(f"run: {run_dir} (agentgym report|view {_short(run_dir)}, agentgym eval --model {_short(run_dir)})")
+
+
+def _short(path: str) -> str:
+    """*path* relative to the current directory when it lies under it (what a user would type)."""
+    rel = os.path.relpath(path)
+    return path if rel.startswith("..") else rel
 
 
 def _launch(n: int) -> int:

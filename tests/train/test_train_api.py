@@ -109,3 +109,25 @@ def test_infer_after_train_plays_the_trained_setup(tmp_path):
     prompt = agent.engine.tokenizer.decode(traj.token_ids[: traj.prompt_len])
     assert BRIEF_INSTRUCTION[:60] in prompt and "red ball" in prompt
     assert agent.infer("babyai", task_id=1, max_turns=1).max_turns == 1  # an explicit argument still wins
+
+
+@pytest.mark.slow
+def test_a_second_train_gets_its_own_run_directory(tmp_path):
+    """The trainer refuses to write into a directory holding a run; a train() whose run name
+    nobody chose (the agent's default) moves on to agent-2, starting from the first one's weights."""
+    from agentgym_core.agent_api import LLMAgent
+
+    torch.set_num_threads(1)
+    model = tiny_model_dir(tmp_path)
+    agent = LLMAgent(base_model=str(model), dtype="fp32")
+    runs = tmp_path / "runs"
+    options = {"run.output_dir": str(runs), "model.max_context": "1024", "env.levels": "[GoToRedBallGrey]",
+               "scheduler.rounds": "[1]", "rollout.tasks_per_step": "1", "rollout.group_size": "2",
+               "rollout.max_new_tokens": "4", "eval.before": "false", "eval.after": "false",
+               "trainer.finetune": "full", "trainer.local_envs": "true", "trainer.progress": "false"}
+    agent.train("babyai", max_steps=1, **options)
+    first = agent.base_model
+    agent.train("babyai", max_steps=1, **options)
+    assert first.startswith(str(runs / "agent")) and agent.base_model.startswith(str(runs / "agent-2"))
+    assert len((runs / "agent" / "metrics.jsonl").read_text().splitlines()) == 1  # untouched
+    assert agent.trained_config.model.path == first  # the second run continued from the first's weights

@@ -60,6 +60,8 @@ class RLConfig(UpdateConfig):
     keep_checkpoints: int = 2
     #: Stop after this many steps in a row whose updates were all skipped for a non-finite loss.
     max_nonfinite: int = 3
+    #: Stop after this many steps in a row in which every episode failed on an env error.
+    max_failed_steps: int = 3
     #: Run envs in this process instead of launching env servers.
     local_envs: bool = False
     #: Show the live progress line (main process).
@@ -99,3 +101,4 @@ class RLConfig(UpdateConfig):
         check_range("trainer.save_every", self.save_every, ge=0, note="0: only at the end")
         check_range("trainer.keep_checkpoints", self.keep_checkpoints, ge=0, note="0: keep all")
         check_range("trainer.max_nonfinite", self.max_nonfinite, ge=1)
+        check_range("trainer.max_failed_steps", self.max_failed_steps, ge=1)

@@ -29,8 +29,62 @@ class ResumeError(AgentGymError):
     """``--resume`` was given a directory without a complete checkpoint."""
 
 
+class RunDirInUse(AgentGymError):
+    """A new run was pointed at a directory that already holds another run."""
+
+
 def step_name(step: int) -> str:
     return f"step_{step:06d}"
+
+
+def check_new_run_dir(path: Path, overwrite: bool) -> bool:
+    """Refuse to start a new run in *path* when an earlier run left results there.
+
+    A second run would append its metrics to the first one's, skip the "before" evaluation
+    and overwrite its checkpoints. Returns True when *path* holds a run that ``run.overwrite``
+    says to delete first. A directory with no results (a run that failed while starting) is reused.
+    """
+    from agentgym_core.runs import is_run_dir
+
+    if not path.exists():
+        return False
+    if not path.is_dir():
+        raise RunDirInUse(f"the run directory {path} is a file; set run.name or run.output_dir to another path")
+    held = earlier_run(path)
+    if overwrite:
+        if not is_run_dir(path) and any(path.iterdir()):
+            raise RunDirInUse(
+                f"run.overwrite=true would delete {path}, which is not a run directory (no metrics.jsonl, "
+                "checkpoints/ or trajectories/); pick another run.name or run.output_dir")
+        return is_run_dir(path)
+    if held is None:
+        return False
+    summary, resumable = held
+    ways = (f"continue it with `agentgym train --resume {path}`, " if resumable
+            else "(it has no checkpoint to --resume from) ")
+    raise RunDirInUse(f"{path} already holds a run ({summary}): {ways}start a new run with run.name=NEW, "
+                      "or replace it with run.overwrite=true")
+
+
+def earlier_run(path: Path) -> Optional[tuple[str, bool]]:
+    """``("2 steps, checkpoint step_000002", resumable)`` for the results in *path*; None when it has none."""
+    steps = 0
+    metrics = path / "metrics.jsonl"
+    if metrics.is_file():
+        for line in metrics.read_text(encoding="utf-8", errors="replace").splitlines():
+            try:
+                steps = max(steps, int(json.loads(line).get("step", 0)))
+            except (ValueError, TypeError, AttributeError):
+                continue
+    ckpt = RunDir(path, main=False).latest_checkpoint()
+    results = (steps or ckpt is not None or any((path / "checkpoints").glob("step_*"))
+               or any((path / "trajectories").glob("*.jsonl")) or any((path / "eval").glob("*.json")))
+    if not results:
+        return None
+    summary = f"{steps} step{'s' if steps != 1 else ''} logged" if steps else "no steps logged"
+    if ckpt is not None:
+        summary += f", checkpoint {ckpt.name}"
+    return summary, ckpt is not None
 
 
 class RunDir:
@@ -161,6 +215,15 @@ class RunDir:
         done = sorted(p for p in root.glob("step_*") if p.is_dir())
         for old in done[:-keep]:
             shutil.rmtree(old, ignore_errors=True)
+
+
+def checkpoint_step(ckpt: Path) -> Optional[int]:
+    """The step a checkpoint was saved after, from its ``trainer_state.json`` (no torch load)."""
+    try:
+        return int(json.loads((ckpt / "trainer_state.json").read_text(encoding="utf-8"))["step"])
+    except (OSError, ValueError, KeyError, TypeError):
+        name = ckpt.name
+        return int(name[5:]) if name.startswith("step_") and name[5:].isdigit() else None
 
 
 class CheckpointWriteError(AgentGymError):

@@ -25,12 +25,25 @@ from .algorithms import ALGORITHMS, Options
 from .batch import build_batch
 from .config import RLConfig, UpdateConfig
 from .policy import PolicyModule, apply_lora, enable_checkpointing, frozen_copy, load_lm, peft_quiet, plain_state_dict
-from .rundir import ResumeError, RunDir, TaskCursor, load_trainer_state, rng_state, set_rng_state
+from .rundir import (
+    ResumeError,
+    RunDir,
+    TaskCursor,
+    check_new_run_dir,
+    checkpoint_step,
+    load_trainer_state,
+    rng_state,
+    set_rng_state,
+)
 from .update import Updater, UpdateOptions
 
 
 class TrainingDiverged(AgentGymError):
     """The loss stayed non-finite for too many steps in a row."""
+
+
+class EnvFailing(AgentGymError):
+    """Every episode failed on an env error for too many steps in a row."""
 
 
 class RLTrainer(Trainer):
@@ -41,6 +54,10 @@ class RLTrainer(Trainer):
         self.tc = RLConfig(**options)
         self.resume = resume
         self.summary: dict[str, Any] = {}
+        #: Set by ``_setup`` when a resumed run has nothing left to do (no model is loaded then).
+        self.finished = False
+        self.failed_steps = 0  # consecutive steps in which every episode failed on an env error
+        self._bar: Any = None
 
     # -- setup -------------------------------------------------------------------------------
     def _setup(self) -> None:
@@ -61,6 +78,15 @@ class RLTrainer(Trainer):
             if self.ckpt is None:
                 raise ResumeError(f"--resume {path}: no complete checkpoint (checkpoints/latest); "
                                   "start a new run without --resume")
+        else:
+            # Every process checks before the main one writes anything, so all of them agree.
+            clear = check_new_run_dir(path, cfg.run.get("overwrite", False))
+            self.acc.wait_for_everyone()
+            if clear and self.main:
+                import shutil
+
+                shutil.rmtree(path)
+                print(f"run.overwrite=true: deleted the earlier run in {path}", file=sys.stderr, flush=True)
         self.rd = RunDir(path, self.main)
         if self.main and not self.resume:
             (path / "config.yaml").write_text(to_yaml(cfg))
@@ -71,6 +97,11 @@ class RLTrainer(Trainer):
         if episodes // self.world < tc.mini_batches * tc.grad_accum:
             raise ConfigError(f"each process gets {episodes // self.world} episodes per step, fewer than "
                               f"trainer.mini_batches * trainer.grad_accum = {tc.mini_batches * tc.grad_accum}")
+        if self.ckpt is not None and (checkpoint_step(self.ckpt) or 0) >= tc.steps:
+            # Nothing to train; only a missing "after" evaluation of this checkpoint needs the model.
+            self.finished = not cfg.eval.after or self.rd.evaluated("after", self.ckpt)
+            if self.finished:
+                return
         torch.manual_seed(cfg.run.seed + self.rank)
         self._build_model()
         self._build_components()
@@ -238,36 +269,38 @@ class RLTrainer(Trainer):
         self._setup()
         cfg, tc, hook = self.config, self.tc, self.manager.hook
         run_dir = str(self.rd.path)
+        if self.finished:  # a finished run, already evaluated: said before any model is loaded
+            self._resumed_config()
+            self._nothing_to_train(checkpoint_step(self.ckpt) or 0)
+            if self.main:
+                print(f"resume: {run_dir}/eval/after.json already evaluates this checkpoint; not re-running it"
+                      if cfg.eval.after else "resume: eval.after is false; nothing else to do",
+                      file=sys.stderr, flush=True)
+            return {}
         start, nonfinite = self._restore() if self.ckpt is not None else (0, 0)
-        if self.resume and self.main and self.rd.save_config(to_yaml(cfg)):
-            print(f"resume: saved the settings of this resume to {self.rd.path / 'config.yaml'} (the previous "
-                  "config is in config.prev.yaml), so a later --resume continues with them", file=sys.stderr, flush=True)
+        self._resumed_config()
         done = start >= tc.steps
-        if done and self.main:
-            print(f"resume: nothing to train: {run_dir} is complete (its checkpoint {self.ckpt.name} is at step "
-                  f"{start}, trainer.steps is {tc.steps}). To train longer, give a larger trainer.steps, e.g. "
-                  f"agentgym train --resume {run_dir} trainer.steps={2 * start}", file=sys.stderr, flush=True)
+        if done:
+            self._nothing_to_train(start)
         self._sync_engine()  # a resumed LoRA run: an engine with its own weights has the base model's
         hook.on_run_start(run_dir=run_dir, config=cfg)
-        status, last = "failed", {}
+        status, last, done_steps = "failed", {}, start
         try:
             if cfg.eval.before and start == 0 and not (self.rd.path / "eval" / "before.json").exists():
                 self.summary["before"] = self.evaluate("before")
-            bar = None if done else self._progress(start)
+            self._bar = None if done else self._progress(start)
             for step in range(start, tc.steps):
                 last, nonfinite = self._step(step, nonfinite)
-                if bar is not None:
-                    bar.update(1)
-                    bar.set_postfix_str(_postfix(last))
+                done_steps = step + 1
+                if self._bar is not None:
+                    self._bar.update(1)
+                    self._bar.set_postfix_str(_postfix(last))
                 if (tc.save_every and (step + 1) % tc.save_every == 0) or step + 1 == tc.steps:
                     self._save(step, int(last["horizon"]), last, nonfinite)
-            if bar is not None:
-                bar.close()
-            if cfg.eval.after and done and self.rd.evaluated("after", self.ckpt):
-                if self.main:
-                    print(f"resume: {run_dir}/eval/after.json already evaluates this checkpoint; not re-running it",
-                          file=sys.stderr, flush=True)
-            elif cfg.eval.after:
+            if self._bar is not None:
+                self._bar.close()
+                self._bar = None
+            if cfg.eval.after:  # (a finished run whose after.json is current returned above)
                 self.summary["after"] = self.evaluate("after")
             if self.main and (not done or "after" in self.summary):
                 _render_curves(self.rd.path, report=True)
@@ -276,12 +309,51 @@ class RLTrainer(Trainer):
             status = "interrupted"
             raise
         finally:
+            if self._bar is not None:
+                self._bar.close()
             hook.on_run_end(run_dir=run_dir, metrics=dict(last), status=status)
             self.rd.close()
-            self.loop.run_until_complete(self.pool.aclose())
+            self._close_loop()
             self.engine.close()
-            self.loop.close()
+            if status == "interrupted" and self.main:
+                print(self._interrupted(done_steps), file=sys.stderr, flush=True)
         return {**last, **{f"eval_{k}": v for k, v in self.summary.items()}}
+
+    def _resumed_config(self) -> None:
+        if self.resume and self.main and self.rd.save_config(to_yaml(self.config)):
+            print(f"resume: saved the settings of this resume to {self.rd.path / 'config.yaml'} (the previous "
+                  "config is in config.prev.yaml), so a later --resume continues with them", file=sys.stderr, flush=True)
+
+    def _nothing_to_train(self, start: int) -> None:
+        if self.main:
+            run_dir = self.rd.path
+            print(f"resume: nothing to train: {run_dir} is complete (its checkpoint {self.ckpt.name} is at step "
+                  f"{start}, trainer.steps is {self.tc.steps}). To train longer, give a larger trainer.steps, e.g. "
+                  f"agentgym train --resume {run_dir} trainer.steps={2 * start}", file=sys.stderr, flush=True)
+
+    def _close_loop(self) -> None:
+        """Close the env pool, then end what is still running on the loop (an interrupted rollout's
+        episodes) before closing it: a loop closed with pending tasks prints their tracebacks."""
+        loop = self.loop
+        try:
+            loop.run_until_complete(self.pool.aclose())
+        finally:
+            pending = [t for t in asyncio.all_tasks(loop) if not t.done()]
+            for task in pending:
+                task.cancel()
+            if pending:
+                loop.run_until_complete(asyncio.gather(*pending, return_exceptions=True))
+            loop.run_until_complete(loop.shutdown_asyncgens())
+            loop.close()
+
+    def _interrupted(self, done: int) -> str:
+        """The one line said on Ctrl-C: how far training got and what ``--resume`` would continue from."""
+        ckpt = self.rd.latest_checkpoint()
+        where = f"interrupted after {done} of {self.tc.steps} steps"
+        if ckpt is not None:
+            return f"{where}; last checkpoint: {ckpt.name} (agentgym train --resume {self.rd.path} continues from it)"
+        return (f"{where}; no checkpoint yet (trainer.save_every={self.tc.save_every}), so there is nothing to "
+                "resume: start again with run.overwrite=true")
 
     def _step(self, step: int, nonfinite: int) -> tuple[dict[str, float], int]:
         from accelerate.utils import gather_object
@@ -329,7 +401,37 @@ class RLTrainer(Trainer):
         if self.main:
             self.rd.log(metrics)
             self.manager.hook.on_step_end(step=step, metrics=metrics, run_dir=str(self.rd.path))
+        self._check_env_failures(step, everything)
         return metrics, nonfinite
+
+    def _check_env_failures(self, step: int, trajs: list) -> None:
+        """Say on stderr when episodes failed on env errors; stop when every episode keeps failing.
+
+        Failed episodes get no weight in the update, so without this a broken env trains on
+        nothing while the progress line shows only zeros.
+        """
+        failed = [t for t in trajs if t.failed]
+        if not failed:
+            self.failed_steps = 0
+            return
+        name = self.config.env.name
+        error = _one_line(failed[0].error or "no error text", 200)
+        if self.main:
+            self._say(f"step {step + 1}: env {name!r} failed {len(failed)}/{len(trajs)} episodes: {error}")
+        self.failed_steps = self.failed_steps + 1 if len(failed) == len(trajs) else 0
+        if self.failed_steps >= self.tc.max_failed_steps:
+            raise EnvFailing(
+                f"env {name!r} failed every episode in {self.failed_steps} steps in a row "
+                f"(trainer.max_failed_steps={self.tc.max_failed_steps}), so nothing was trained; last error: "
+                f"{_one_line(failed[-1].error or 'no error text', 300)}. Try the env by hand with "
+                f"`agentgym env play {name}`; every episode's error is in {self.rd.path / 'trajectories'}")
+
+    def _say(self, line: str) -> None:
+        """One line on stderr that does not break the progress bar."""
+        if self._bar is not None:
+            self._bar.write(line, file=sys.stderr)
+        else:
+            print(line, file=sys.stderr, flush=True)
 
     def _progress(self, start: int) -> Any:
         if not (self.main and self.tc.progress):
@@ -388,8 +490,15 @@ def _param_hash(module: torch.nn.Module) -> str:
 
 def _postfix(m: dict[str, float]) -> str:
     kl = m.get("kl", float("nan"))
+    failures = int(m.get("env_failures", 0))
     return (f"reward={m['reward_mean']:.3f} success={m['success_rate']:.2f} turns={m['turns_mean']:.1f} "
-            f"horizon={m['horizon']} tok/s={m['tokens_per_s']:.0f}" + ("" if math.isnan(kl) else f" kl={kl:.4f}"))
+            f"horizon={m['horizon']} tok/s={m['tokens_per_s']:.0f}" + ("" if math.isnan(kl) else f" kl={kl:.4f}")
+            + (f" env_fail={failures}/{int(m['episodes'])}" if failures else ""))
+
+
+def _one_line(text: str, limit: int) -> str:
+    text = " ".join(str(text).split())
+    return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
 def _render_curves(run_dir: Any, report: bool = False) -> None:
