@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
-import math
 import sys
 import time
 import zlib
@@ -25,6 +24,7 @@ from .algorithms import ALGORITHMS, Options
 from .batch import build_batch
 from .config import RLConfig, UpdateConfig
 from .policy import PolicyModule, apply_lora, enable_checkpointing, frozen_copy, load_lm, peft_quiet, plain_state_dict
+from .reporting import one_line, param_hash, postfix, render_curves, step_metrics
 from .rundir import (
     ResumeError,
     RunDir,
@@ -235,7 +235,7 @@ class RLTrainer(Trainer):
 
         rngs = gather_object([rng_state()])
         # Each rank's trainable weights, hashed: DDP keeps them identical; a mismatch means desync.
-        checksums = gather_object([_param_hash(self.module)])
+        checksums = gather_object([param_hash(self.module)])
         if self.main:
             state = {
                 "step": step + 1, "horizon": horizon, "algorithm": self.tc.algorithm, "world_size": self.world,
@@ -246,7 +246,7 @@ class RLTrainer(Trainer):
             }
             path = self.rd.save_checkpoint(step + 1, self.module.lm, self.tokenizer, state, self.tc.keep_checkpoints)
             self.manager.hook.on_checkpoint(step=step, path=str(path), run_dir=str(self.rd.path))
-            _render_curves(self.rd.path)
+            render_curves(self.rd.path)
         self.acc.wait_for_everyone()
 
     def _restore(self) -> tuple[int, int]:
@@ -294,7 +294,7 @@ class RLTrainer(Trainer):
                 done_steps = step + 1
                 if self._bar is not None:
                     self._bar.update(1)
-                    self._bar.set_postfix_str(_postfix(last))
+                    self._bar.set_postfix_str(postfix(last))
                 if (tc.save_every and (step + 1) % tc.save_every == 0) or step + 1 == tc.steps:
                     self._save(step, int(last["horizon"]), last, nonfinite)
             if self._bar is not None:
@@ -303,7 +303,7 @@ class RLTrainer(Trainer):
             if cfg.eval.after:  # (a finished run whose after.json is current returned above)
                 self.summary["after"] = self.evaluate("after")
             if self.main and (not done or "after" in self.summary):
-                _render_curves(self.rd.path, report=True)
+                render_curves(self.rd.path, report=True)
             status = "completed"
         except KeyboardInterrupt:
             status = "interrupted"
@@ -394,7 +394,7 @@ class RLTrainer(Trainer):
                     f"trainer.lr (now {tc.lr}), keep trainer.max_grad_norm > 0, or use model.dtype: fp32")
         else:
             nonfinite = 0
-        metrics = _metrics(step, horizon, everything, train, stats, t0, t1, t2, self.world)
+        metrics = step_metrics(step, horizon, everything, train, stats, t0, t1, t2, self.world)
         metrics["lr"] = self.lr_sched.get_last_lr()[0]
         metrics["weight_sync_time_s"] = sync
         self.scheduler.observe(step, metrics)
@@ -415,7 +415,7 @@ class RLTrainer(Trainer):
             self.failed_steps = 0
             return
         name = self.config.env.name
-        error = _one_line(failed[0].error or "no error text", 200)
+        error = one_line(failed[0].error or "no error text", 200)
         if self.main:
             self._say(f"step {step + 1}: env {name!r} failed {len(failed)}/{len(trajs)} episodes: {error}")
         self.failed_steps = self.failed_steps + 1 if len(failed) == len(trajs) else 0
@@ -423,7 +423,7 @@ class RLTrainer(Trainer):
             raise EnvFailing(
                 f"env {name!r} failed every episode in {self.failed_steps} steps in a row "
                 f"(trainer.max_failed_steps={self.tc.max_failed_steps}), so nothing was trained; last error: "
-                f"{_one_line(failed[-1].error or 'no error text', 300)}. Try the env by hand with "
+                f"{one_line(failed[-1].error or 'no error text', 300)}. Try the env by hand with "
                 f"`agentgym env play {name}`; every episode's error is in {self.rd.path / 'trajectories'}")
 
     def _say(self, line: str) -> None:
@@ -439,82 +439,3 @@ class RLTrainer(Trainer):
         from tqdm.auto import tqdm
 
         return tqdm(total=self.tc.steps, initial=start, desc="train", unit="step", dynamic_ncols=True)
-
-
-def _metrics(step: int, horizon: int, trajs: list, train: dict, stats: dict, t0: float, t1: float, t2: float,
-             world: int) -> dict[str, float]:
-    ok = [t for t in trajs if not t.failed]
-    turns = [t.num_turns for t in ok] or [0]
-    tokens = sum(len(t.token_ids) for t in trajs)
-    generated = sum(t.num_generated for t in trajs)
-    nan = float("nan")
-    return {
-        "step": step + 1,
-        "reward_mean": sum(sum(t.rewards) for t in ok) / max(1, len(ok)),
-        "success_rate": sum(bool(t.success) for t in ok) / max(1, len(ok)),
-        "score_mean": sum(t.score for t in ok) / max(1, len(ok)),
-        "turns_mean": sum(turns) / len(turns),
-        "turns_max": max(turns),
-        "horizon": horizon,
-        "kl": train.get("kl", nan),
-        "entropy": train.get("entropy", nan),
-        "loss": train.get("loss", nan),
-        "pg_loss": train.get("pg_loss", nan),
-        "clipfrac": train.get("clipfrac", nan),
-        "grad_norm": train.get("grad_norm", nan),
-        **({"value_loss": train["value_loss"]} if "value_loss" in train else {}),
-        "nonfinite_skipped": train.get("nonfinite_skipped", 0.0),
-        "shared_prefix_frac": train.get("shared_prefix_frac", 0.0),
-        "tokens_per_s": tokens / max(t2 - t0, 1e-9),
-        "gen_tokens_per_s": generated / max(t1 - t0, 1e-9),
-        "train_tokens_per_s": tokens / max(t2 - t1, 1e-9),
-        "step_time_s": t2 - t0,
-        "rollout_time_s": t1 - t0,
-        "update_time_s": t2 - t1,
-        "episodes": len(trajs),
-        "env_failures": sum(bool(t.failed) for t in trajs),
-        "processes": world,
-    }
-
-
-def _param_hash(module: torch.nn.Module) -> str:
-    import hashlib
-
-    h = hashlib.sha256()
-    for name, p in module.named_parameters():
-        if p.requires_grad:
-            h.update(name.encode())
-            h.update(p.detach().float().cpu().numpy().tobytes())
-    return h.hexdigest()
-
-
-def _postfix(m: dict[str, float]) -> str:
-    kl = m.get("kl", float("nan"))
-    failures = int(m.get("env_failures", 0))
-    return (f"reward={m['reward_mean']:.3f} success={m['success_rate']:.2f} turns={m['turns_mean']:.1f} "
-            f"horizon={m['horizon']} tok/s={m['tokens_per_s']:.0f}" + ("" if math.isnan(kl) else f" kl={kl:.4f}")
-            + (f" env_fail={failures}/{int(m['episodes'])}" if failures else ""))
-
-
-def _one_line(text: str, limit: int) -> str:
-    text = " ".join(str(text).split())
-    return text if len(text) <= limit else text[: limit - 1] + "…"
-
-
-def _render_curves(run_dir: Any, report: bool = False) -> None:
-    """PNG curves (and at the end the HTML/Markdown report) into the run directory.
-
-    A plotting failure must never end a training run: it is reported and training goes on.
-    """
-    try:
-        from agentgym_core.plots import render_plots
-
-        render_plots(run_dir)
-        if report:
-            from agentgym_core.report import write_report
-
-            write_report(run_dir, render=False)
-    except Exception as exc:  # noqa: BLE001
-        import warnings
-
-        warnings.warn(f"could not render plots/report in {run_dir}: {type(exc).__name__}: {exc}", stacklevel=2)

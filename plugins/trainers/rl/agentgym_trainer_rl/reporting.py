@@ -1,0 +1,85 @@
+"""What a training step reports: the metrics row, the progress-bar text, plots, a weights hash."""
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import torch
+
+def step_metrics(step: int, horizon: int, trajs: list, train: dict, stats: dict, t0: float, t1: float, t2: float,
+             world: int) -> dict[str, float]:
+    ok = [t for t in trajs if not t.failed]
+    turns = [t.num_turns for t in ok] or [0]
+    tokens = sum(len(t.token_ids) for t in trajs)
+    generated = sum(t.num_generated for t in trajs)
+    nan = float("nan")
+    return {
+        "step": step + 1,
+        "reward_mean": sum(sum(t.rewards) for t in ok) / max(1, len(ok)),
+        "success_rate": sum(bool(t.success) for t in ok) / max(1, len(ok)),
+        "score_mean": sum(t.score for t in ok) / max(1, len(ok)),
+        "turns_mean": sum(turns) / len(turns),
+        "turns_max": max(turns),
+        "horizon": horizon,
+        "kl": train.get("kl", nan),
+        "entropy": train.get("entropy", nan),
+        "loss": train.get("loss", nan),
+        "pg_loss": train.get("pg_loss", nan),
+        "clipfrac": train.get("clipfrac", nan),
+        "grad_norm": train.get("grad_norm", nan),
+        **({"value_loss": train["value_loss"]} if "value_loss" in train else {}),
+        "nonfinite_skipped": train.get("nonfinite_skipped", 0.0),
+        "shared_prefix_frac": train.get("shared_prefix_frac", 0.0),
+        "tokens_per_s": tokens / max(t2 - t0, 1e-9),
+        "gen_tokens_per_s": generated / max(t1 - t0, 1e-9),
+        "train_tokens_per_s": tokens / max(t2 - t1, 1e-9),
+        "step_time_s": t2 - t0,
+        "rollout_time_s": t1 - t0,
+        "update_time_s": t2 - t1,
+        "episodes": len(trajs),
+        "env_failures": sum(bool(t.failed) for t in trajs),
+        "processes": world,
+    }
+
+
+def param_hash(module: torch.nn.Module) -> str:
+    import hashlib
+
+    h = hashlib.sha256()
+    for name, p in module.named_parameters():
+        if p.requires_grad:
+            h.update(name.encode())
+            h.update(p.detach().float().cpu().numpy().tobytes())
+    return h.hexdigest()
+
+
+def postfix(m: dict[str, float]) -> str:
+    kl = m.get("kl", float("nan"))
+    failures = int(m.get("env_failures", 0))
+    return (f"reward={m['reward_mean']:.3f} success={m['success_rate']:.2f} turns={m['turns_mean']:.1f} "
+            f"horizon={m['horizon']} tok/s={m['tokens_per_s']:.0f}" + ("" if math.isnan(kl) else f" kl={kl:.4f}")
+            + (f" env_fail={failures}/{int(m['episodes'])}" if failures else ""))
+
+
+def one_line(text: str, limit: int) -> str:
+    text = " ".join(str(text).split())
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def render_curves(run_dir: Any, report: bool = False) -> None:
+    """PNG curves (and at the end the HTML/Markdown report) into the run directory.
+
+    A plotting failure must never end a training run: it is reported and training goes on.
+    """
+    try:
+        from agentgym_core.plots import render_plots
+
+        render_plots(run_dir)
+        if report:
+            from agentgym_core.report import write_report
+
+            write_report(run_dir, render=False)
+    except Exception as exc:  # noqa: BLE001
+        import warnings
+
+        warnings.warn(f"could not render plots/report in {run_dir}: {type(exc).__name__}: {exc}", stacklevel=2)
