@@ -8,6 +8,6 @@ cd "$(dirname "$0")/.."
 bash scripts/setup.sh
 case " $* " in
   *" --resume"*) ;;
-  *) echo "[quickstart] training into runs/quickstart, replacing an earlier quickstart run there (run.overwrite=true)" >&2 ;;
+  *) echo "[quickstart] run.overwrite=true: an earlier run in the same folder (runs/quickstart, or run.name=... if you pass one) is replaced" >&2 ;;
 esac
 exec .venv/bin/agentgym train -c configs/quickstart.yaml run.overwrite=true "$@"
