@@ -241,9 +241,16 @@ class EvalPlan:
     #: Said to the user when k > 1 turned greedy decoding into sampling; None otherwise.
     notice: str | None = None
 
-    def meta(self, *, model: str, env: str) -> dict[str, Any]:
-        """The ``meta`` fields of the summary besides tasks/max_turns/temperature (set by :func:`evaluate`)."""
-        return {"model": str(model), "env": env, "split": self.split, "k": self.k}
+    def meta(self, *, model: str, env: str, env_info: Mapping[str, Any] | None = None) -> dict[str, Any]:
+        """The ``meta`` fields of the summary besides tasks/max_turns/temperature (set by :func:`evaluate`).
+
+        *env_info* (the pool's ``info()``) adds which installed env plugin played the episodes,
+        e.g. ``"env_plugin": "agentgym-env-babyai 0.1.0"``, so results can be traced to its version.
+        """
+        out = {"model": str(model), "env": env, "split": self.split, "k": self.k}
+        if env_info and env_info.get("distribution"):
+            out["env_plugin"] = " ".join(str(x) for x in (env_info["distribution"], env_info.get("version")) if x)
+        return out
 
 
 def final_horizon(scheduler: Any) -> int:

@@ -142,7 +142,7 @@ async def _evaluate(cfg: Any, model_path: str, plan: Any, *, local: bool, manage
             action_format=action_format, agent_cfg=cfg.agent, rollout_cfg=cfg.rollout,
             categories=categories, temperature=plan.temperature, dump_path=dump_path, seed=cfg.run.seed,
             max_context=cfg.model.max_context, chat_template=cfg.model.chat_template, env_name=cfg.env.name,
-            meta=plan.meta(model=model_path, env=cfg.env.name),
+            meta=plan.meta(model=model_path, env=cfg.env.name, env_info=info),
         )
     finally:
         if engine is not None:

@@ -208,8 +208,8 @@ def open_env_pool(env_cfg: Any, manager: Any = None, local: bool = False) -> Env
     if local:
         from .serving import resolve_env
 
-        cls, _ = resolve_env(name, manager)
-        return LocalEnvPool(functools.partial(cls, **options), name=name)
+        cls, distribution = resolve_env(name, manager)
+        return LocalEnvPool(functools.partial(cls, **options), name=name, distribution=distribution)
     from .client import HTTPEnvPool
 
     token = frame["token"] or os.environ.get("AGENTGYM_ENV_TOKEN") or None

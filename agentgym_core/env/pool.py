@@ -51,9 +51,11 @@ class EnvPool:
 class LocalEnvPool(EnvPool):
     """Sessions are ``BaseEnv`` instances in this process; calls run in worker threads."""
 
-    def __init__(self, factory: Callable[[], BaseEnv], name: str = "env") -> None:
+    def __init__(self, factory: Callable[[], BaseEnv], name: str = "env", distribution: str | None = None) -> None:
         self.factory = factory
         self.name = name
+        #: The installed distribution that provides the env (what an env server's /info reports too).
+        self.distribution = distribution
         self._sessions: dict[str, BaseEnv] = {}
         self._ids = itertools.count()
         self._describer: BaseEnv | None = None
@@ -90,7 +92,15 @@ class LocalEnvPool(EnvPool):
         return self._describer
 
     async def info(self) -> dict[str, Any]:
-        return {"name": self.name, **self.describer().describe()}
+        version = None
+        if self.distribution:
+            from importlib import metadata
+
+            try:
+                version = metadata.version(self.distribution)
+            except metadata.PackageNotFoundError:
+                pass
+        return {"name": self.name, "distribution": self.distribution, "version": version, **self.describer().describe()}
 
     def splits(self) -> dict[str, Sequence[int]]:
         return self.describer().splits()

@@ -42,8 +42,11 @@ def test_trainer_evaluation_matches_agentgym_eval(tmp_path):
     assert "eval after: k=2 samples per task" in out, out
     before = json.loads((run / "eval" / "before.json").read_text())
     after = json.loads((run / "eval" / "after.json").read_text())
+    from importlib import metadata
+
+    plugin = f"agentgym-env-babyai {metadata.version('agentgym-env-babyai')}"  # which env code played
     assert before["meta"] == {"tasks": 1, "max_turns": 3, "temperature": 0.7, "model": str(model),
-                              "env": "babyai", "split": "test", "k": 2}
+                              "env": "babyai", "split": "test", "k": 2, "env_plugin": plugin}
     assert after["meta"]["model"] == str(run / "checkpoints" / "step_000001")
     assert after["overall"]["n"] == 2 and after["k"] == 2
 

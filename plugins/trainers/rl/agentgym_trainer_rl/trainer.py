@@ -152,7 +152,7 @@ class RLTrainer(Trainer):
         self.loop = asyncio.new_event_loop()
         self.engine = build_component(m, "engines", cfg.engine, self.module.lm, tokenizer=self.tokenizer)
         self.pool = open_env_pool(cfg.env, m, local=self.tc.local_envs)
-        info = self.loop.run_until_complete(self.pool.info())
+        info = self.env_info = self.loop.run_until_complete(self.pool.info())
         self.instruction, self.action_format = info["instruction"], info["action_format"]
         self.splits = {k: list(range(*v)) if v else list(range(info["splits"][k]))
                        for k, v in info.get("split_ranges", {}).items()}
@@ -224,7 +224,7 @@ class RLTrainer(Trainer):
                 rollout_cfg=cfg.rollout, categories=self.categories, temperature=plan.temperature,
                 dump_path=self.rd.path / "eval" / f"{tag}_trajectories.jsonl", seed=cfg.run.seed,
                 max_context=cfg.model.max_context, chat_template=cfg.model.chat_template,
-                env_name=cfg.env.name, meta=plan.meta(model=model, env=cfg.env.name)))
+                env_name=cfg.env.name, meta=plan.meta(model=model, env=cfg.env.name, env_info=self.env_info)))
             self.module.train()
             self.rd.write_json(f"eval/{tag}.json", summary)
         self.acc.wait_for_everyone()
