@@ -138,29 +138,19 @@ class LLMAgent:
             return self._reply(observation_or_env, instruction or "", action_format or self.action_format or "free")
         return self._episode(observation_or_env, instruction, action_format, task_id, max_turns)
 
-    def train(
-        self,
-        env: str,
-        method: Optional[str] = None,
-        *,
-        max_steps: Optional[int] = None,
-        algorithm: Optional[str] = None,
-        run_name: Optional[str] = None,
-        config: Optional[str] = None,
-        **overrides: Any,
-    ) -> dict[str, Any]:
+    def train(self, env: str, method: Optional[str] = None, **options: Any) -> dict[str, Any]:
         """Train on registered env *env* with the same components as ``agentgym train``; returns final metrics.
 
-        Afterwards the agent acts with the trained weights, and ``infer(env)`` plays in the
-        run's setup. The config is :meth:`train_config` (which says what wins over what).
+        *options* are those of :meth:`train_config` (``max_steps``, ``algorithm``, ``run_name``,
+        ``config`` and dotted config keys), which also says what wins over what. Afterwards the
+        agent acts with the trained weights, and ``infer(env)`` plays in the run's setup.
         """
         from .config import build_component
         from .plugins import get_plugin_manager
 
         manager = get_plugin_manager()
-        cfg = self.train_config(env, method, max_steps=max_steps, algorithm=algorithm, run_name=run_name,
-                                config=config, manager=manager, **overrides)
-        if run_name is None and "run.name" not in overrides and not cfg.run.overwrite:
+        cfg = self.train_config(env, method, manager=manager, **options)
+        if options.get("run_name") is None and "run.name" not in options and not cfg.run.overwrite:
             # A name nobody chose (the agent's default or the file's): a second train() gets its
             # own directory ("agent-2") instead of the trainer refusing the first one's.
             root, name, n = Path(cfg.run.output_dir), cfg.run.name, 2
@@ -169,8 +159,7 @@ class LLMAgent:
             if name != cfg.run.name:
                 print(f"LLMAgent.train: {root / cfg.run.name} holds an earlier run; this one goes to {root / name}",
                       file=sys.stderr, flush=True)
-                cfg = self.train_config(env, method, max_steps=max_steps, algorithm=algorithm, run_name=name,
-                                        config=config, manager=manager, **overrides)
+                cfg = self.train_config(env, method, manager=manager, **{**options, "run_name": name})
         trainer = build_component(manager, "trainers", cfg.trainer, cfg, manager)
         metrics = trainer.fit()
         ckpt = getattr(trainer, "rd", None) and trainer.rd.latest_checkpoint()

@@ -4,8 +4,10 @@ Shared by the engine and the trainer, so both see the same weights, dtype and ch
 """
 from __future__ import annotations
 
+import contextlib
 import functools
 import warnings
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -26,6 +28,15 @@ def cpu_supports_bf16() -> bool:
     except OSError:
         return False
     return "avx512_bf16" in flags or "amx_bf16" in flags
+
+
+@contextlib.contextmanager
+def peft_quiet() -> Iterator[None]:
+    """peft asks transformers ``is_gradient_checkpointing``, which newer transformers deprecates
+    with a FutureWarning on every LoRA model: not the user's concern, so not shown."""
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message=r".*is_gradient_checkpointing.*", category=FutureWarning)
+        yield
 
 
 def resolve_dtype(dtype: str | torch.dtype, device: str | torch.device = "cpu") -> torch.dtype:
@@ -97,8 +108,7 @@ def _load_adapter_checkpoint(folder: Path, torch_dtype: Any, device: Any, chat_t
         raise ModelNotFoundError(f"LoRA checkpoint {str(folder)!r} does not name its base model "
                                  "(base_model_name_or_path in adapter_config.json)")
     base = AutoModelForCausalLM.from_pretrained(str(resolve_model_path(base_name)), dtype=torch_dtype)
-    with warnings.catch_warnings():  # peft's call of a transformers API deprecated in 5.2x: not the user's concern
-        warnings.filterwarnings("ignore", message=r".*is_gradient_checkpointing.*", category=FutureWarning)
+    with peft_quiet():
         model = PeftModel.from_pretrained(base, str(folder)).merge_and_unload()
     model.to(device)
     model.eval()

@@ -12,6 +12,8 @@ from typing import Any, Iterator, Optional
 import torch
 from torch import nn
 
+from agentgym_engine_hf.loading import peft_quiet
+
 from .batch import PrefixPlan
 
 
@@ -174,16 +176,6 @@ def apply_lora(lm: nn.Module, r: int, alpha: int, dropout: float, targets: list[
     with peft_quiet():
         return get_peft_model(lm, config)
 
-
-@contextlib.contextmanager
-def peft_quiet() -> Iterator[None]:
-    """peft asks transformers ``is_gradient_checkpointing``, which newer transformers deprecates
-    with a FutureWarning on every LoRA model: not the user's concern, so not shown."""
-    import warnings
-
-    with warnings.catch_warnings():
-        warnings.filterwarnings("ignore", message=r".*is_gradient_checkpointing.*", category=FutureWarning)
-        yield
 
 
 @torch.no_grad()
