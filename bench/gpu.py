@@ -182,7 +182,7 @@ def main() -> int:
 
     import torch
 
-    from agentgym_engine_hf.loading import load_tokenizer
+    from agentgym_hf.loading import load_tokenizer
 
     if args.smoke:
         args.batches, args.turns, args.max_new_tokens, args.train_steps, args.grad_accum = "4,8", 2, 8, 1, 1

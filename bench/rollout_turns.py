@@ -37,7 +37,7 @@ def decode_cost(model, batch: int, lengths=(512, 2048, 4096, 6144), steps: int =
     """Fit one decode step of *batch* rows as ``a + b * context``; returns (a, b) in seconds."""
     import numpy as np
     import torch
-    from agentgym_engine_hf.kvcache import SlabCache
+    from agentgym_hf.kvcache import SlabCache
 
     cfg = model.config
     heads, dim = cfg.num_key_value_heads, cfg.hidden_size // cfg.num_attention_heads
@@ -98,7 +98,7 @@ def main() -> int:
     import numpy as np
     import torch
     from agentgym_engine_hf.engine import HFEngine
-    from agentgym_engine_hf.loading import load_tokenizer, tiny_random_model
+    from agentgym_hf.loading import load_tokenizer, tiny_random_model
 
     from agentgym_core.env.launcher import open_env_pool
     from agentgym_core.plugins import get_plugin_manager

@@ -20,7 +20,7 @@ import torch
 
 
 def load(name: str):
-    from agentgym_engine_hf.loading import load_model, load_tokenizer, tiny_random_model
+    from agentgym_hf.loading import load_model, load_tokenizer, tiny_random_model
 
     if name == "tiny":
         tok = load_tokenizer("smollm2-135m-instruct")

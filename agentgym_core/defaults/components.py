@@ -68,12 +68,9 @@ class CPUBackend(Backend):
         return "cpu"
 
     def supports_bf16(self) -> bool:
-        try:
-            with open("/proc/cpuinfo") as f:
-                flags = f.read()
-        except OSError:
-            return False
-        return "avx512_bf16" in flags or "amx_bf16" in flags
+        from agentgym_core.backend import cpu_supports_bf16
+
+        return cpu_supports_bf16()
 
     def setup(self) -> None:
         if self.threads:

@@ -56,7 +56,7 @@ def register_envs(registry):
 @pytest.fixture(scope="module")
 def model_dir(tmp_path_factory):
     """A byte-level BPE tokenizer with a ChatML template and a tiny random Llama, saved like any HF model."""
-    from agentgym_engine_hf.loading import tiny_random_model
+    from agentgym_hf.loading import tiny_random_model
     from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
     from transformers import PreTrainedTokenizerFast
 

@@ -26,7 +26,7 @@ ECHO = "agentgym_robust_envs:EchoEnv"
 def engine():
     import torch
 
-    from agentgym_engine_hf.loading import load_tokenizer, tiny_random_model
+    from agentgym_hf.loading import load_tokenizer, tiny_random_model
 
     torch.set_num_threads(1)
     tok = load_tokenizer("smollm2-135m-instruct")

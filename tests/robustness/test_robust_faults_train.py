@@ -20,7 +20,7 @@ DRIVER = str(Path(__file__).resolve().parent / "agentgym_robust_train_driver.py"
 
 @pytest.fixture(scope="module")
 def model_dir(tmp_path_factory) -> Path:
-    from agentgym_engine_hf.loading import load_tokenizer, tiny_random_model
+    from agentgym_hf.loading import load_tokenizer, tiny_random_model
 
     target = tmp_path_factory.mktemp("model") / "tiny"
     tok = load_tokenizer("smollm2-135m-instruct")

@@ -64,7 +64,7 @@ def test_free_action_is_the_stripped_reply(text):
 def chat():
     pytest.importorskip("agentgym_engine_hf", reason="needs the hf engine plugin for the SmolLM2 tokenizer")
     from agentgym_core.rollout.chat import ChatFormat
-    from agentgym_engine_hf.loading import load_tokenizer
+    from agentgym_hf.loading import load_tokenizer
 
     return ChatFormat(load_tokenizer("smollm2-135m-instruct"))
 

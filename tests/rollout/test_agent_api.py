@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 import pytest
-from agentgym_engine_hf.loading import tiny_random_model
+from agentgym_hf.loading import tiny_random_model
 
 from agentgym_core import BaseEnv
 from agentgym_core.agent_api import LLMAgent, Reply

@@ -5,7 +5,7 @@ import importlib.util
 import json
 
 import pytest
-from agentgym_engine_hf.loading import tiny_random_model
+from agentgym_hf.loading import tiny_random_model
 
 from agentgym_core.cli.main import main
 

@@ -9,7 +9,7 @@ def tiny_model_dir(root: Path) -> Path:
     target = root / "tiny-model"
     if (target / "config.json").exists():
         return target
-    from agentgym_engine_hf.loading import load_tokenizer, tiny_random_model
+    from agentgym_hf.loading import load_tokenizer, tiny_random_model
 
     tok = load_tokenizer("smollm2-135m-instruct")
     model = tiny_random_model(tok, seed=3)

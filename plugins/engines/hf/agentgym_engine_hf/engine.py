@@ -23,8 +23,8 @@ from transformers import DynamicCache
 from agentgym_core.engine import Engine, GenerationRequest, GenerationResult
 
 from .config import HFEngineConfig
-from .kvcache import KV, SlabCache, append, buffers, cache_arg, grown, layers, left_padded, out_cache
-from .loading import load_model, prepare_tokenizer, resolve_dtype
+from agentgym_hf.kvcache import KV, SlabCache, append, buffers, cache_arg, grown, layers, left_padded, out_cache
+from agentgym_hf.loading import load_model, prepare_tokenizer, resolve_dtype
 from .sampling import sample_tokens
 
 @dataclass

@@ -7,7 +7,7 @@ import pytest
 @pytest.fixture(scope="session")
 def hf_tokenizer():
     import torch
-    from agentgym_engine_hf.loading import load_tokenizer
+    from agentgym_hf.loading import load_tokenizer
 
     torch.set_num_threads(1)  # small shared test machines
     return load_tokenizer("smollm2-135m-instruct")
@@ -15,6 +15,6 @@ def hf_tokenizer():
 
 @pytest.fixture(scope="session")
 def hf_tiny_model(hf_tokenizer):
-    from agentgym_engine_hf.loading import tiny_random_model
+    from agentgym_hf.loading import tiny_random_model
 
     return tiny_random_model(hf_tokenizer, seed=1)

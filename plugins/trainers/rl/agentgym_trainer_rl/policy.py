@@ -12,7 +12,7 @@ from typing import Any, Iterator, Optional
 import torch
 from torch import nn
 
-from agentgym_engine_hf.loading import peft_quiet
+from agentgym_hf.loading import peft_quiet
 
 from .batch import PrefixPlan
 
@@ -108,7 +108,7 @@ def _checkpointing(decoder: nn.Module) -> bool:
 
 def _prefix_kv(decoder: nn.Module, ids: torch.Tensor) -> list[tuple[torch.Tensor, torch.Tensor]]:
     """Run *ids* (batch 1) and return each layer's keys and values."""
-    from agentgym_engine_hf.kvcache import layers, out_cache
+    from agentgym_hf.kvcache import layers, out_cache
 
     return layers(out_cache(decoder(input_ids=ids, use_cache=True)))
 
@@ -119,7 +119,7 @@ def _shared_prefix_hidden(decoder: nn.Module, ids: torch.Tensor, mask: torch.Ten
     keys/values of tokens ``[0, base)`` every row shares, when given), repeat its KV cache for
     every row, then run each row's remaining tokens against it. Gradients flow into the prefix
     through the cache, so the result equals the full pass (to float rounding)."""
-    from agentgym_engine_hf.kvcache import cache_arg, out_cache
+    from agentgym_hf.kvcache import cache_arg, out_cache
     from transformers import DynamicCache
 
     n, width = ids.shape
@@ -146,21 +146,11 @@ def _scatter(values: torch.Tensor, sel: torch.Tensor, shape: torch.Size) -> torc
 
 
 def load_lm(path: str, *, dtype: str = "fp32", chat_template: str | None = None) -> tuple[nn.Module, Any]:
-    """Load the policy LM and tokenizer: through the ``hf`` engine plugin (aliases, GGUF) when
-    installed, else a local Hugging Face folder via transformers."""
-    try:
-        from agentgym_engine_hf.loading import load_model
-    except ImportError:
-        load_model = None
-    if load_model is not None:
-        return load_model(path, dtype=dtype, device="cpu", chat_template=chat_template)
-    from transformers import AutoModelForCausalLM, AutoTokenizer
+    """Load the policy LM (on the CPU; the trainer moves it) and its tokenizer: a local Hugging
+    Face folder, a bundled alias, or a LoRA checkpoint (merged)."""
+    from agentgym_hf.loading import load_model
 
-    model = AutoModelForCausalLM.from_pretrained(path, dtype=torch.float32)
-    tok = AutoTokenizer.from_pretrained(path)
-    if chat_template:
-        tok.chat_template = chat_template
-    return model, tok
+    return load_model(path, dtype=dtype, device="cpu", chat_template=chat_template)
 
 
 def apply_lora(lm: nn.Module, r: int, alpha: int, dropout: float, targets: list[str], last_layers: int = 0) -> nn.Module:

@@ -1,11 +1,11 @@
 """Load a causal LM and its tokenizer from a local folder or a bundled alias; build tiny test models.
 
-Shared by the engine and the trainer, so both see the same weights, dtype and chat template.
+Shared by the hf engine and the rl trainer (and anything else that runs transformers models),
+so all of them see the same weights, dtype and chat template.
 """
 from __future__ import annotations
 
 import contextlib
-import functools
 import warnings
 from collections.abc import Iterator
 from pathlib import Path
@@ -14,20 +14,12 @@ from typing import Any
 import torch
 from transformers import AutoModelForCausalLM, AutoTokenizer
 
-from agentgym_core.models import ModelNotFoundError, resolve_model_path, resolve_tokenizer_path
+from agentgym_core.backend import cpu_supports_bf16
+from agentgym_core.models import ModelNotFoundError
+
+from .convert import resolve_model_path, resolve_tokenizer_path
 
 _DTYPES = {"bf16": torch.bfloat16, "fp16": torch.float16, "fp32": torch.float32}
-
-
-@functools.lru_cache(maxsize=1)
-def cpu_supports_bf16() -> bool:
-    """True when the CPU has native bf16 matmul (AVX512-BF16 or AMX); else bf16 is slower than fp32."""
-    try:
-        with open("/proc/cpuinfo") as f:
-            flags = f.read()
-    except OSError:
-        return False
-    return "avx512_bf16" in flags or "amx_bf16" in flags
 
 
 @contextlib.contextmanager

@@ -3,7 +3,7 @@ import json
 
 import torch
 
-from agentgym_engine_hf.loading import load_model, tiny_random_model
+from agentgym_hf.loading import load_model, tiny_random_model
 
 
 def test_lora_checkpoint_loads_merged(tmp_path, hf_tokenizer):
