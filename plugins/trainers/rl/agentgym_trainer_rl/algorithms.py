@@ -7,8 +7,8 @@ a turn (placed on its last generated token) is never multiplied away by the loss
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Callable, Optional
+from dataclasses import dataclass, replace
+from typing import Any, Callable, Optional
 
 import torch
 
@@ -22,11 +22,18 @@ AllReduce = Optional[Callable[[torch.Tensor], torch.Tensor]]
 class Options:
     gamma: float = 1.0
     lam: float = 0.95
-    #: GRPO: divide by the group's standard deviation (Dr. GRPO sets this False).
+    #: GRPO: divide by the group's standard deviation (``dr_grpo`` never does).
     norm_std: bool = True
-    #: GAE / REINFORCE++: whiten token advantages over the batch.
+    #: GAE / REINFORCE++ (and its group-baseline form): whiten token advantages over the batch.
     whiten: bool = True
     eps: float = 1e-6
+    #: Group estimators: ``episode`` or ``turn`` (see :func:`turn_returns`).
+    credit: str = "episode"
+
+    @classmethod
+    def from_config(cls, tc: Any) -> "Options":
+        """The estimator options of a trainer config (:class:`~.config.RLConfig`)."""
+        return cls(gamma=tc.gamma, lam=tc.lam, norm_std=tc.norm_adv, whiten=tc.norm_adv, credit=tc.credit)
 
 
 def masked_whiten(x: torch.Tensor, mask: torch.Tensor, eps: float = 1e-6, all_reduce: AllReduce = None) -> torch.Tensor:
@@ -51,31 +58,118 @@ def _broadcast(per_episode: torch.Tensor, batch: Batch) -> torch.Tensor:
     return per_episode[:, None] * batch.loss_mask
 
 
-def grpo(batch: Batch, opt: Options, all_reduce: AllReduce = None) -> tuple[torch.Tensor, None]:
-    """GRPO (Shao et al. 2024, eq. 3): A_i = (R_i - mean(R_group)) / std(R_group), every token."""
-    r = scores(batch)
-    adv = torch.zeros_like(r)
+# -- group estimators: GRPO, Dr. GRPO, RLOO, REINFORCE++-baseline -----------------------------------
+#
+# Each compares the episodes of a task group. A failed episode (env error) is in no group's
+# statistics. A group built with one episode has no baseline and keeps its return (as verl does);
+# a larger group that failures leave with one episode gets advantage 0 (see lone_groups).
+
+
+def groups(batch: Batch) -> list[tuple[torch.Tensor, torch.Tensor]]:
+    """Each task group's rows as boolean masks ``[B]``: (all its rows, its usable rows)."""
+    ok = ~batch.failed if batch.failed is not None else torch.ones(len(batch), dtype=torch.bool)
+    out = []
     for g in batch.group_ids.unique():
         idx = batch.group_ids == g
-        group = r[idx]
-        if group.numel() == 1:
-            adv[idx] = group  # no baseline from a group of one
-            continue
+        out.append((idx, idx & ok))
+    return out
+
+
+def lone_groups(batch: Batch) -> int:
+    """Groups of more than one episode that failures left with exactly one usable episode."""
+    return sum(int(rows.sum()) > 1 and int(usable.sum()) == 1 for rows, usable in groups(batch))
+
+
+def turn_returns(batch: Batch, gamma: float) -> tuple[torch.Tensor, torch.Tensor]:
+    """Each turn's return G_k = sum_{j >= k} gamma^(j - k) r_j ``[B, K]``, and which turns have tokens.
+
+    r_j is the sum of the token rewards on turn j's generated tokens (its outcome and shaping
+    rewards; per-token KL in kl_mode reward). Discounting counts turns, not tokens.
+    """
+    if batch.turn_ids is None:
+        raise ValueError("turn-level credit needs batch.turn_ids (build_batch fills it)")
+    ids, mask = batch.turn_ids, batch.loss_mask > 0
+    k = int(ids.max()) + 1 if ids.numel() else 0
+    per_turn = torch.zeros(len(batch), max(k, 1), dtype=batch.token_rewards.dtype)
+    present = torch.zeros(len(batch), max(k, 1), dtype=torch.bool)
+    on = mask & (ids >= 0)
+    rows = torch.nonzero(on)
+    per_turn.index_put_((rows[:, 0], ids[on]), batch.token_rewards[on], accumulate=True)
+    present[rows[:, 0], ids[on]] = True
+    returns = torch.zeros_like(per_turn)
+    running = torch.zeros(len(batch), dtype=per_turn.dtype)
+    for j in range(per_turn.shape[1] - 1, -1, -1):
+        running = per_turn[:, j] + gamma * running
+        returns[:, j] = running
+    return returns * present, present
+
+
+def _group_estimate(batch: Batch, opt: Options, baseline: Callable[[torch.Tensor], torch.Tensor]
+                    ) -> tuple[torch.Tensor, torch.Tensor]:
+    """Per-token advantages from *baseline* (the advantages of one comparison set's returns [n], n >= 2)
+    and the tokens whose advantage had a comparison (all but lone ones).
+
+    ``episode`` credit: one return per episode (the sum of its rewards), compared within the group.
+    ``turn`` credit: turn k's return compared with the returns at turn k of the group's episodes that
+    reached it (a turn index that only one of them reached has no baseline: 0).
+    """
+    if opt.credit == "turn":
+        values, present = turn_returns(batch, opt.gamma)
+    else:
+        values, present = scores(batch)[:, None], (batch.loss_mask > 0).any(dim=1, keepdim=True)
+    adv = torch.zeros_like(values)
+    compared = torch.zeros_like(present)
+    for rows, usable in groups(batch):
+        single = int(rows.sum()) == 1  # a group of one by construction: no baseline, its own return
+        for k in range(values.shape[1]):
+            idx = usable & present[:, k]
+            n = int(idx.sum())
+            if n == 0 or (n == 1 and not single):
+                continue
+            adv[idx, k] = values[idx, k] if single else baseline(values[idx, k])
+            compared[idx, k] = True
+    if opt.credit != "turn":
+        return _broadcast(adv[:, 0], batch), _broadcast(compared[:, 0].float(), batch)
+    ids = batch.turn_ids.clamp(min=0)
+    mask = batch.loss_mask * (batch.turn_ids >= 0)
+    return adv.gather(1, ids) * mask, compared.float().gather(1, ids) * mask
+
+
+def grpo(batch: Batch, opt: Options, all_reduce: AllReduce = None) -> tuple[torch.Tensor, None]:
+    """GRPO (Shao et al. 2024, eq. 3): A_i = (R_i - mean(R_group)) / (std(R_group) + eps), every token.
+
+    std is the unbiased (N - 1) one, as torch.std and verl; ``norm_std`` False leaves out the division.
+    """
+
+    def baseline(group: torch.Tensor) -> torch.Tensor:
         centred = group - group.mean()
-        adv[idx] = centred / (group.std() + opt.eps) if opt.norm_std else centred
-    return _broadcast(adv, batch), None
+        return centred / (group.std() + opt.eps) if opt.norm_std else centred
+
+    return _group_estimate(batch, opt, baseline)[0], None
+
+
+def dr_grpo(batch: Batch, opt: Options, all_reduce: AllReduce = None) -> tuple[torch.Tensor, None]:
+    """Dr. GRPO (Liu et al. 2025, eq. 3): A_i = R_i - mean(R_group), never divided by the std.
+    The other half of Dr. GRPO, no 1/|o_i|, is its loss aggregation (seq-mean-token-sum)."""
+    return grpo(batch, replace(opt, norm_std=False), all_reduce)
 
 
 def rloo(batch: Batch, opt: Options, all_reduce: AllReduce = None) -> tuple[torch.Tensor, None]:
-    """RLOO (Ahmadian et al. 2024): A_i = R_i - mean of the *other* episodes of its group."""
-    r = scores(batch)
-    adv = torch.zeros_like(r)
-    for g in batch.group_ids.unique():
-        idx = batch.group_ids == g
-        group = r[idx]
-        n = group.numel()
-        adv[idx] = group if n == 1 else group - (group.sum() - group) / (n - 1)
-    return _broadcast(adv, batch), None
+    """RLOO (Ahmadian et al. 2024, eq. 6): A_i = R_i - mean of the *other* episodes of its group."""
+
+    def baseline(group: torch.Tensor) -> torch.Tensor:
+        return group - (group.sum() - group) / (group.numel() - 1)
+
+    return _group_estimate(batch, opt, baseline)[0], None
+
+
+def reinforce_pp_baseline(batch: Batch, opt: Options, all_reduce: AllReduce = None) -> tuple[torch.Tensor, None]:
+    """REINFORCE++-baseline (Hu 2025, eq. 9): A_i = R_i - mean(R_group), then whitened over the batch's
+    tokens (those with a comparison; a lone episode stays at 0)."""
+    adv, compared = _group_estimate(batch, opt, lambda group: group - group.mean())
+    if opt.whiten:
+        adv = masked_whiten(adv, compared, opt.eps, all_reduce)
+    return adv, None
 
 
 def discounted_returns(rewards: torch.Tensor, mask: torch.Tensor, gamma: float) -> torch.Tensor:
@@ -125,12 +219,18 @@ class Algorithm:
     estimate: Callable[..., tuple[torch.Tensor, Optional[torch.Tensor]]]
     #: Train a value head on ``batch.returns`` (PPO).
     needs_value: bool = False
+    #: Its name in :data:`ALGORITHMS` (for its default loss aggregation, config.ALGORITHM_LOSS_AGG).
+    name: str = ""
+    #: Compares the episodes of a task group (reports lone groups).
+    grouped: bool = False
 
 
 ALGORITHMS: dict[str, Algorithm] = {
-    "ppo": Algorithm(gae, needs_value=True),
-    "gae": Algorithm(gae, needs_value=True),
-    "grpo": Algorithm(grpo),
-    "rloo": Algorithm(rloo),
-    "reinforce_pp": Algorithm(reinforce_pp),
+    "ppo": Algorithm(gae, needs_value=True, name="gae"),
+    "gae": Algorithm(gae, needs_value=True, name="gae"),
+    "grpo": Algorithm(grpo, name="grpo", grouped=True),
+    "dr_grpo": Algorithm(dr_grpo, name="dr_grpo", grouped=True),
+    "rloo": Algorithm(rloo, name="rloo", grouped=True),
+    "reinforce_pp": Algorithm(reinforce_pp, name="reinforce_pp"),
+    "reinforce_pp_baseline": Algorithm(reinforce_pp_baseline, name="reinforce_pp_baseline", grouped=True),
 }

@@ -26,6 +26,10 @@ class Batch:
     #: Filled by the algorithm.
     advantages: torch.Tensor | None = None
     returns: torch.Tensor | None = None
+    #: [B] bool: the episode failed on an env error (no loss, in no group's baseline).
+    failed: torch.Tensor | None = None
+    #: [B, L] long: the turn index of each generated token of a usable episode, -1 elsewhere.
+    turn_ids: torch.Tensor | None = None
 
     def __len__(self) -> int:
         return int(self.input_ids.shape[0])
@@ -112,7 +116,8 @@ class PrefixPlan:
 
 
 def build_batch(trajectories: Sequence[Any], pad_id: int = 0) -> Batch:
-    """Pad *trajectories* into a :class:`Batch`. Failed episodes get an all-zero loss mask.
+    """Pad *trajectories* into a :class:`Batch`. Failed episodes get an all-zero loss mask and
+    ``failed`` set, which keeps them out of group baselines.
 
     A turn's reward goes on token ``turns[k].end - 1``, which the model generated, so an
     episode that ends on an observation still carries its outcome reward into training.
@@ -126,15 +131,20 @@ def build_batch(trajectories: Sequence[Any], pad_id: int = 0) -> Batch:
     loss_mask = torch.zeros((n, length), dtype=torch.float32)
     rewards = torch.zeros((n, length), dtype=torch.float32)
     groups = torch.zeros(n, dtype=torch.long)
+    failed = torch.zeros(n, dtype=torch.bool)
+    turn_ids = torch.full((n, length), -1, dtype=torch.long)
     for i, traj in enumerate(trajectories):
         ids = traj.token_ids
         input_ids[i, : len(ids)] = torch.tensor(ids, dtype=torch.long)
         attention[i, : len(ids)] = 1
         groups[i] = int(traj.group_id)
         if getattr(traj, "failed", False):
+            failed[i] = True
             continue
         loss_mask[i, : len(ids)] = torch.tensor(traj.loss_mask, dtype=torch.float32)
         loss_mask[i, 0] = 0.0
+        for k, turn in enumerate(traj.turns):
+            turn_ids[i, turn.start: turn.end] = k
         turn_rewards = list(traj.rewards) or [0.0] * len(traj.turns)
         for turn, reward in zip(traj.turns, turn_rewards):
             if turn.end <= turn.start:
@@ -146,4 +156,5 @@ def build_batch(trajectories: Sequence[Any], pad_id: int = 0) -> Batch:
                 rewards[i, int(before[-1])] += float(reward)
             else:
                 rewards[i, turn.end - 1] += float(reward)
-    return Batch(input_ids, attention, loss_mask, rewards, groups)
+    turn_ids[loss_mask == 0] = -1
+    return Batch(input_ids, attention, loss_mask, rewards, groups, failed=failed, turn_ids=turn_ids)
