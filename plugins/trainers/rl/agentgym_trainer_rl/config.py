@@ -6,7 +6,18 @@ from typing import Optional
 
 from agentgym_core.sections import check_range
 
-ALGORITHM_NAMES = ("ppo", "gae", "grpo", "rloo", "reinforce_pp")
+ALGORITHM_NAMES = ("ppo", "gae", "grpo", "dr_grpo", "rloo", "reinforce_pp", "reinforce_pp_baseline")
+#: The estimators that compare the episodes of a task group (and so can credit each turn).
+GROUP_ALGORITHMS = ("grpo", "dr_grpo", "rloo", "reinforce_pp_baseline")
+#: KL estimator names; verl's names are aliases.
+KL_ESTIMATORS = {"k1": "k1", "kl": "k1", "k2": "k2", "mse": "k2", "k3": "k3", "low_var_kl": "k3", "abs": "abs"}
+#: Loss aggregation names; the two older names are aliases.
+LOSS_AGGS = {
+    "token-mean": "token-mean", "token": "token-mean",
+    "seq-mean-token-mean": "seq-mean-token-mean", "sequence": "seq-mean-token-mean",
+    "seq-mean-token-sum": "seq-mean-token-sum", "seq-mean-token-sum-norm": "seq-mean-token-sum-norm",
+}
+POLICY_LOSSES = ("ppo", "gspo")
 
 
 @dataclass
@@ -15,14 +26,31 @@ class UpdateConfig:
 
     clip_ratio: float = 0.2
     clip_ratio_high: Optional[float] = None
+    #: Dual-clip PPO (Ye et al. 2020): for negative advantages the loss is at most -A * clip_ratio_c.
+    #: null: off (verl: 3).
+    clip_ratio_c: Optional[float] = None
+    #: ``ppo`` (token ratio) or ``gspo`` (sequence ratio, Zheng et al. 2025).
+    policy_loss: str = "ppo"
     kl_coef: float = 0.0
-    #: ``k1`` or ``k3`` (low-variance, non-negative).
+    #: ``k1``, ``k2``, ``k3`` (low-variance, non-negative) or ``abs`` (verl's ``kl``, ``mse``,
+    #: ``low_var_kl`` name the same).
     kl_estimator: str = "k3"
     #: ``loss`` (added to the loss) or ``reward`` (subtracted from token rewards).
     kl_mode: str = "loss"
+    #: Bound each token's KL estimate to [-kl_clamp, kl_clamp]. null: unbounded (verl bounds k3 at 10).
+    kl_clamp: Optional[float] = None
+    #: ``fixed`` (kl_coef throughout) or ``adaptive`` (Ziegler et al. 2019: kl_coef moves towards
+    #: kl_target at a rate set by kl_horizon episodes).
+    kl_ctrl: str = "fixed"
+    kl_target: float = 0.1
+    kl_horizon: int = 10000
     entropy_coef: float = 0.0
-    #: ``token`` (every generated token weighs the same) or ``sequence`` (every episode).
-    loss_agg: str = "token"
+    #: How per-token terms become the loss: ``token-mean`` (= ``token``), ``seq-mean-token-mean``
+    #: (= ``sequence``), ``seq-mean-token-sum``, ``seq-mean-token-sum-norm``; null: the algorithm's
+    #: own (``dr_grpo``: seq-mean-token-sum, ``policy_loss: gspo``: seq-mean-token-mean, else token-mean).
+    loss_agg: Optional[str] = None
+    #: seq-mean-token-sum-norm divides each episode's summed loss by this constant.
+    loss_norm_tokens: Optional[float] = None
     ppo_epochs: int = 1
     mini_batches: int = 1
     grad_accum: int = 1
@@ -36,7 +64,8 @@ class UpdateConfig:
 
 @dataclass
 class RLConfig(UpdateConfig):
-    #: ``ppo`` (= ``gae``: value head + GAE), ``grpo``, ``rloo`` or ``reinforce_pp``.
+    #: ``ppo`` (= ``gae``: value head + GAE), ``grpo``, ``dr_grpo``, ``rloo``, ``reinforce_pp`` or
+    #: ``reinforce_pp_baseline``.
     algorithm: str = "grpo"
     steps: int = 100
     lr: float = 1e-5
@@ -55,6 +84,9 @@ class RLConfig(UpdateConfig):
     lam: float = 0.95
     #: GRPO: divide by the group's std; GAE / REINFORCE++: whiten over the batch.
     norm_adv: bool = True
+    #: Group estimators: ``episode`` (one return per episode on all its tokens) or ``turn`` (each
+    #: turn's return from that turn on, against the group's returns at the same turn index).
+    credit: str = "episode"
     #: Checkpoint every N steps (0: only at the end); keep the newest K (0: all).
     save_every: int = 10
     keep_checkpoints: int = 2
@@ -74,9 +106,14 @@ class RLConfig(UpdateConfig):
 
         one_of("algorithm", ALGORITHM_NAMES)
         one_of("finetune", ("lora", "full"))
-        one_of("kl_estimator", ("k1", "k3"))
+        one_of("kl_estimator", tuple(KL_ESTIMATORS))
         one_of("kl_mode", ("loss", "reward"))
-        one_of("loss_agg", ("token", "sequence"))
+        if self.loss_agg is not None:
+            one_of("loss_agg", tuple(LOSS_AGGS))
+        one_of("policy_loss", POLICY_LOSSES)
+        one_of("kl_ctrl", ("fixed", "adaptive"))
+        one_of("credit", ("episode", "turn"))
+        self._check_algorithm_options()
         for key in ("steps", "ppo_epochs", "mini_batches", "grad_accum", "lora_r"):
             check_range(f"trainer.{key}", getattr(self, key), ge=1)
         check_range("trainer.lr", self.lr, gt=0)
@@ -102,3 +139,40 @@ class RLConfig(UpdateConfig):
         check_range("trainer.keep_checkpoints", self.keep_checkpoints, ge=0, note="0: keep all")
         check_range("trainer.max_nonfinite", self.max_nonfinite, ge=1)
         check_range("trainer.max_failed_steps", self.max_failed_steps, ge=1)
+
+    def _check_algorithm_options(self) -> None:
+        """The options of the estimators and losses, and the combinations that cannot work."""
+        if self.clip_ratio_c is not None:
+            # The dual clip bounds -A * ratio for A < 0; at or below 1 it would cut the PPO clip itself.
+            check_range("trainer.clip_ratio_c", self.clip_ratio_c, gt=1, note="null: no dual clip; verl uses 3")
+        if self.kl_clamp is not None:
+            check_range("trainer.kl_clamp", self.kl_clamp, gt=0, note="null: unbounded; verl bounds k3 at 10")
+        check_range("trainer.kl_target", self.kl_target, gt=0)
+        check_range("trainer.kl_horizon", self.kl_horizon, ge=1, note="episodes")
+        if self.kl_ctrl == "adaptive" and not self.kl_coef > 0:
+            raise ValueError("trainer.kl_ctrl: adaptive scales trainer.kl_coef, which is 0: give the starting "
+                             "coefficient, e.g. trainer.kl_coef=0.05")
+        if self.loss_norm_tokens is not None:
+            check_range("trainer.loss_norm_tokens", self.loss_norm_tokens, gt=0)
+        elif self.loss_agg == "seq-mean-token-sum-norm":
+            raise ValueError("trainer.loss_agg: seq-mean-token-sum-norm divides each episode's summed loss by the "
+                             "constant trainer.loss_norm_tokens, which is not set: give the most tokens an episode "
+                             "generates (e.g. rollout.max_new_tokens × the largest horizon)")
+        if self.credit == "turn" and self.algorithm not in GROUP_ALGORITHMS:
+            raise ValueError(f"trainer.credit: turn applies to the group estimators ({', '.join(GROUP_ALGORITHMS)}), "
+                             f"not {self.algorithm!r}, which already gives each token its own return")
+
+
+#: The aggregation an algorithm's paper uses, when trainer.loss_agg is null (others: token-mean).
+#: Dr. GRPO's objective is (1/G) sum_i sum_t (Liu et al. 2025, eq. 3): no 1/|o_i|.
+ALGORITHM_LOSS_AGG = {"dr_grpo": "seq-mean-token-sum"}
+
+
+def effective_loss_agg(loss_agg: Optional[str], policy_loss: str = "ppo", algorithm: str = "") -> str:
+    """The canonical aggregation: *loss_agg* with aliases resolved, else GSPO's (a mean over sequences,
+    Zheng et al. 2025, eq. 5), else the algorithm's (:data:`ALGORITHM_LOSS_AGG`), else token-mean."""
+    if loss_agg is not None:
+        return LOSS_AGGS[loss_agg]
+    if policy_loss == "gspo":
+        return "seq-mean-token-mean"
+    return ALGORITHM_LOSS_AGG.get(algorithm, "token-mean")

@@ -12,10 +12,10 @@ from typing import Any, Optional
 
 import torch
 
-from .algorithms import Algorithm, Options
-from .config import UpdateConfig
+from .algorithms import Algorithm, Options, lone_groups
+from .config import UpdateConfig, effective_loss_agg
 from .batch import Batch, PrefixPlan
-from .losses import aggregate, clipped_policy_loss, kl_estimate, normaliser, value_loss
+from .losses import aggregate, clipped_policy_loss, dual_clip, gspo_policy_loss, kl_estimate, normaliser, value_loss
 
 
 @dataclass
@@ -26,6 +26,13 @@ class UpdateOptions(UpdateConfig):
     device: str = "cpu"
     #: Shorter common prefixes are not worth a separate pass.
     min_shared_prefix: int = 16
+
+
+def adaptive_kl_coef(coef: float, kl: float, target: float, episodes: float, horizon: float) -> float:
+    """Ziegler et al. 2019, sec. 2.2: coef * (1 + clip(kl / target - 1, -0.2, 0.2) * episodes / horizon)
+    (verl's AdaptiveKLController, with the step's episodes as n_steps)."""
+    error = min(max(kl / target - 1.0, -0.2), 0.2)
+    return coef * (1.0 + error * episodes / horizon)
 
 
 def _unwrap(module: torch.nn.Module) -> torch.nn.Module:
@@ -52,6 +59,30 @@ class Updater:
         self.algo_opts = algo_opts if algo_opts is not None else Options()
         self.accelerator = accelerator
         self.reference = reference  # full fine-tuning: a frozen PolicyModule; LoRA: None
+        #: The KL coefficient in use: opts.kl_coef, moved after each step under kl_ctrl adaptive.
+        self.kl_coef = opts.kl_coef
+        self.loss_agg = effective_loss_agg(opts.loss_agg, opts.policy_loss, algorithm.name)
+        self.norm_tokens = opts.loss_norm_tokens if opts.loss_norm_tokens is not None else 1.0
+        self._stats: dict[str, float] = {}  # the step's estimator metrics (lone_groups)
+        self._kl_sum = self._kl_count = 0.0  # the last update's summed token KL and token count
+
+    def state_dict(self) -> dict[str, Any]:
+        """What a resumed run needs to continue the same update: the adaptive KL coefficient (a fixed
+        one comes from the config, so that a resume may change it)."""
+        return {"kl_coef": self.kl_coef} if self.opts.kl_ctrl == "adaptive" else {}
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        if self.opts.kl_ctrl == "adaptive" and "kl_coef" in state:
+            self.kl_coef = float(state["kl_coef"])
+
+    @staticmethod
+    def extra_metrics(train: dict[str, float], world: int) -> dict[str, float]:
+        """The step's algorithm metrics from :meth:`step`'s result (averaged over *world* processes):
+        ``lone_groups`` (summed over processes), ``clipfrac_lower`` (dual clip), ``kl_coef`` (adaptive)."""
+        out = {k: train[k] for k in ("clipfrac_lower", "kl_coef") if k in train}
+        if "lone_groups" in train:
+            out["lone_groups"] = train["lone_groups"] * world
+        return out
 
     # -- helpers ---------------------------------------------------------------------------
     @property
@@ -103,7 +134,7 @@ class Updater:
     def score(self, batch: Batch) -> None:
         """Fill old/ref log-probs and values with a gradient-free pass (only what is needed)."""
         # KL as a reward penalty needs the pre-update log-probs before the update pass too.
-        need_old = not self.single_pass or (self.opts.kl_mode == "reward" and self.opts.kl_coef > 0)
+        need_old = not self.single_pass or (self.opts.kl_mode == "reward" and self.kl_coef > 0)
         need_ref = self.opts.kl_coef > 0
         need_values = self.algorithm.needs_value
         if not (need_old or need_ref or need_values):
@@ -139,15 +170,34 @@ class Updater:
     def advantages(self, batch: Batch) -> None:
         """KL as reward penalty (when configured), then the algorithm's estimator."""
         if self.opts.kl_mode == "reward" and batch.ref_logprobs is not None and batch.old_logprobs is not None:
-            kl = kl_estimate(batch.old_logprobs, batch.ref_logprobs, self.opts.kl_estimator)
-            batch.token_rewards = batch.token_rewards - self.opts.kl_coef * kl * batch.loss_mask
+            kl = kl_estimate(batch.old_logprobs, batch.ref_logprobs, self.opts.kl_estimator, self.opts.kl_clamp)
+            batch.token_rewards = batch.token_rewards - self.kl_coef * kl * batch.loss_mask
         batch.advantages, batch.returns = self.algorithm.estimate(batch, self.algo_opts, self._all_reduce())
+        if self.algorithm.grouped:
+            self._stats["lone_groups"] = float(lone_groups(batch))
 
     def step(self, batch: Batch) -> dict[str, float]:
         """Score, estimate advantages and update; returns the step's training metrics."""
+        self._stats = {}
         self.score(batch)
         self.advantages(batch)
-        return self.update(batch)
+        metrics = self.update(batch)
+        metrics.update(self._stats)
+        if self.opts.kl_ctrl == "adaptive":
+            metrics["kl_coef"] = self.kl_coef
+            self._adapt_kl(len(batch))
+        return metrics
+
+    def _adapt_kl(self, episodes: int) -> None:
+        """Move the KL coefficient by the step's measured KL (token mean over every process)."""
+        stats = torch.tensor([self._kl_sum, self._kl_count, float(episodes)], dtype=torch.float64)
+        reduce = self._all_reduce()
+        if reduce is not None:
+            reduce(stats)
+        kl_sum, count, episodes_all = stats.tolist()
+        if count > 0:
+            o = self.opts
+            self.kl_coef = adaptive_kl_coef(self.kl_coef, kl_sum / count, o.kl_target, episodes_all, o.kl_horizon)
 
     def update(self, batch: Batch) -> dict[str, float]:
         o = self.opts
@@ -164,11 +214,12 @@ class Updater:
         skipped = updates = shared = 0
         run = 0.0  # tokens the update's forward passes actually ran (no padding, no shared repeats)
         clip_high = o.clip_ratio_high if o.clip_ratio_high is not None else o.clip_ratio
+        agg, norm_tokens = self.loss_agg, self.norm_tokens
         params = [p for p in self.policy.parameters() if p.requires_grad]
         for _ in range(o.ppo_epochs):
             order = self._order(batch)
             for mini in self._chunks(order, o.mini_batches):
-                norm = normaliser(batch.loss_mask[mini], o.loss_agg)
+                norm = normaliser(batch.loss_mask[mini], agg, norm_tokens)
                 micros = self._chunks(mini, o.grad_accum)
                 local_loss = 0.0
                 for i, micro in enumerate(micros):
@@ -188,23 +239,30 @@ class Updater:
                                           with_entropy=True, plan=plan)
                     lp = out["logprobs"].float()
                     old = self._to(mb.old_logprobs) if mb.old_logprobs is not None else lp.detach()
-                    pg, clipped = clipped_policy_loss(lp, old, self._to(mb.advantages), o.clip_ratio, clip_high)
-                    loss = aggregate(pg, mask, o.loss_agg, norm)
+                    adv = self._to(mb.advantages)
+                    if o.policy_loss == "gspo":
+                        pg, clipped = gspo_policy_loss(lp, old, adv, mask, o.clip_ratio, clip_high)
+                    else:
+                        pg, clipped = clipped_policy_loss(lp, old, adv, o.clip_ratio, clip_high)
                     ntok = float(mask.sum())
-                    add("pg_loss", float(aggregate(pg.detach(), mask, o.loss_agg, 1.0)), normaliser(mask, o.loss_agg))
+                    if o.clip_ratio_c is not None:
+                        pg, lower = dual_clip(pg, adv, o.clip_ratio_c)
+                        add("clipfrac_lower", float((lower * mask).sum()), ntok)
+                    loss = aggregate(pg, mask, agg, norm)
+                    add("pg_loss", float(aggregate(pg.detach(), mask, agg, 1.0)), normaliser(mask, agg, norm_tokens))
                     add("clipfrac", float((clipped * mask).sum()), ntok)
                     ent = out["entropy"].float()
                     add("entropy", float((ent.detach() * mask).sum()), ntok)
                     if o.entropy_coef:
-                        loss = loss - o.entropy_coef * aggregate(ent, mask, o.loss_agg, norm)
+                        loss = loss - o.entropy_coef * aggregate(ent, mask, agg, norm)
                     if mb.ref_logprobs is not None:
-                        kl = kl_estimate(lp, self._to(mb.ref_logprobs), o.kl_estimator)
+                        kl = kl_estimate(lp, self._to(mb.ref_logprobs), o.kl_estimator, o.kl_clamp)
                         add("kl", float((kl.detach() * mask).sum()), ntok)
                         if o.kl_mode == "loss":
-                            loss = loss + o.kl_coef * aggregate(kl, mask, o.loss_agg, norm)
+                            loss = loss + self.kl_coef * aggregate(kl, mask, agg, norm)
                     if "values" in out and mb.returns is not None:
                         vl = value_loss(out["values"].float(), self._to(mb.values), self._to(mb.returns), o.value_clip)
-                        loss = loss + o.vf_coef * aggregate(vl, mask, o.loss_agg, norm)
+                        loss = loss + o.vf_coef * aggregate(vl, mask, agg, norm)
                         add("value_loss", float((vl.detach() * mask).sum()), ntok)
                     with sync():
                         if self.accelerator is not None:
@@ -226,6 +284,7 @@ class Updater:
                     skipped += 1
                 self.optimizer.zero_grad(set_to_none=True)
         metrics = {k: sums[k] / max(counts[k], 1e-9) for k in sums}
+        self._kl_sum, self._kl_count = sums.get("kl", 0.0), counts.get("kl", 0.0)
         metrics["updates"] = float(updates)
         metrics["nonfinite_skipped"] = float(skipped)
         # Share of the batch's tokens not run again because a group's prefix was run once.
