@@ -140,7 +140,7 @@ class RLTrainer(Trainer):
         shared = {f.name: getattr(tc, f.name) for f in dataclasses.fields(UpdateConfig)}
         opts = UpdateOptions(**shared, bf16=self.bf16, device=str(self.acc.device))
         opts.share_prefix = tc.share_prefix and not tc.gradient_checkpointing  # checkpointing drops the cache
-        algo_opts = Options(gamma=tc.gamma, lam=tc.lam, norm_std=tc.norm_adv, whiten=tc.norm_adv)
+        algo_opts = Options.from_config(tc)
         self.updater = Updater(self.policy, self.optimizer, self.algorithm, opts, algo_opts, self.acc, reference)
 
     def _build_components(self) -> None:
@@ -243,6 +243,7 @@ class RLTrainer(Trainer):
                 "optimizer": self.optimizer.state_dict(), "lr_scheduler": self.lr_sched.state_dict(),
                 "rng": rngs, "nonfinite": nonfinite, "metrics": last, "param_sha256": checksums,
                 "value_head": self.module.value_head.state_dict() if self.module.value_head is not None else None,
+                "updater": self.updater.state_dict(),
             }
             path = self.rd.save_checkpoint(step + 1, self.module.lm, self.tokenizer, state, self.tc.keep_checkpoints)
             self.manager.hook.on_checkpoint(step=step, path=str(path), run_dir=str(self.rd.path))
@@ -260,6 +261,7 @@ class RLTrainer(Trainer):
         self.cursor.load_state_dict(state["cursor"])
         if state.get("value_head") is not None:
             self.module.value_head.load_state_dict(state["value_head"])
+        self.updater.load_state_dict(state.get("updater") or {})
         set_rng_state(state["rng"][self.rank])
         self.rd.truncate_metrics(state["step"])
         return int(state["step"]), int(state.get("nonfinite", 0))
@@ -397,6 +399,7 @@ class RLTrainer(Trainer):
         metrics = step_metrics(step, horizon, everything, train, stats, t0, t1, t2, self.world)
         metrics["lr"] = self.lr_sched.get_last_lr()[0]
         metrics["weight_sync_time_s"] = sync
+        metrics.update(self.updater.extra_metrics(train, self.world))  # lone_groups, clipfrac_lower, kl_coef
         self.scheduler.observe(step, metrics)
         if self.main:
             self.rd.log(metrics)
