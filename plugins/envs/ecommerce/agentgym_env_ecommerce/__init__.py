@@ -1,0 +1,1 @@
+"""E-commerce customer service for AgentGym: serve a simulated customer through tools under a policy."""

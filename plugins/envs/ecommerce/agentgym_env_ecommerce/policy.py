@@ -1,0 +1,77 @@
+"""The store's written policy: the text the agent reads, and the rules the write tools enforce.
+
+Each ``check_*`` returns None when the policy allows the change, else the rule it breaks
+(one sentence). A write the policy forbids ends the episode with reward 0; malformed calls
+and unknown ids are not policy questions and only get feedback (see :mod:`.tools`).
+"""
+from __future__ import annotations
+
+from typing import Any
+
+from .catalog import Catalog
+from .store import RETURN_DAYS
+
+CANCEL_REASONS = ("no longer needed", "ordered by mistake")
+
+POLICY = f"""\
+Policy:
+1. Identify the customer with find_customer (email, or name and zip) before reading or changing orders; \
+act only on that customer's orders.
+2. Before any change (cancel, modify, return, exchange) describe it and ask the customer to confirm; \
+make it only after they say yes.
+3. Pending orders may be cancelled (reason "{CANCEL_REASONS[0]}" or "{CANCEL_REASONS[1]}"; the total is \
+refunded to the original payment method), and their address, payment method, or item options \
+(another option of the same product, in stock, once) may be changed.
+4. Shipped and cancelled orders cannot be cancelled or changed.
+5. Delivered items may be returned or exchanged within {RETURN_DAYS} days of delivery, except final-sale items. \
+Refunds go to the original payment method or a gift card of the customer. An exchange is for another \
+option of the same product, in stock; the price difference is paid or refunded with a payment method \
+of the customer.
+6. Refuse what the policy forbids (or transfer_to_human). Tell the customer what they ask \
+(status, tracking number, amounts)."""
+
+
+def check_cancel(order: dict[str, Any]) -> str | None:
+    if order["status"] != "pending":
+        return f"only pending orders may be cancelled; {order['order_id']} is {order['status']}"
+    return None
+
+
+def check_modify(order: dict[str, Any], *, items: bool = False) -> str | None:
+    if order["status"] != "pending":
+        return f"only pending orders may be modified; {order['order_id']} is {order['status']}"
+    if items and order["modified"]:
+        return f"the items of a pending order may be changed only once; {order['order_id']} was changed already"
+    return None
+
+
+def check_delivered_items(order: dict[str, Any], item_ids: list[str], catalog: Catalog, what: str) -> str | None:
+    """Returns and exchanges: delivered, within the window, no final-sale item."""
+    if order["status"] != "delivered":
+        return f"only delivered orders may have items {what}; {order['order_id']} is {order['status']}"
+    if order["delivered_days_ago"] > RETURN_DAYS:
+        return (f"items may be {what} only within {RETURN_DAYS} days of delivery; {order['order_id']} was "
+                f"delivered {order['delivered_days_ago']} days ago")
+    for item_id in item_ids:
+        product = catalog.product_of(item_id)
+        if product.final_sale:
+            return f"{product.name} ({item_id}) is a final-sale item and cannot be {what}"
+    return None
+
+
+def check_refund_method(order: dict[str, Any], customer: dict[str, Any], payment_method_id: str) -> str | None:
+    method = customer["payment_methods"][payment_method_id]
+    if payment_method_id != order["payment_method_id"] and method["kind"] != "gift_card":
+        return (f"refunds go to the original payment method ({order['payment_method_id']}) or a gift card, "
+                f"not {payment_method_id}")
+    return None
+
+
+def check_same_product(pairs: list[tuple[str, str]], catalog: Catalog) -> str | None:
+    """Exchanges and item changes: each new item is another option of the same product."""
+    for old, new in pairs:
+        old_product, new_product = catalog.product_of(old), catalog.product_of(new)
+        if old_product.product_id != new_product.product_id:
+            return (f"an item may only be swapped for another option of the same product: {old} is a "
+                    f"{old_product.name}, {new} is a {new_product.name}")
+    return None
