@@ -61,6 +61,9 @@ PROFILES: dict[str, Profile] = {
                       cap="one headless Chromium (~200 MiB, 1.5-2.5 s to start) per session"),
     "codefix": Profile(actions=("view", "run"), sessions=(1, 4, 16), servers=(1, 4),
                        cap="every `run` is a sandboxed Python subprocess (0.1-0.2 s), so 2 cores saturate near 16 sessions"),
+    "ecommerce": Profile(actions=('respond("Could you give me your email and the order id?")',
+                                  'get_product(product_id="P01")', 'respond("Let me check that for you.")',
+                                  'get_product(product_id="P07")')),
     "agentgym_env_toys:CounterEnv": Profile(actions=("inc", "dec"), warmup=0.0),
 }
 

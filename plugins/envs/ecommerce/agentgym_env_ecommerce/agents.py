@@ -206,6 +206,13 @@ class ReferenceAgent:
         return float(re.search(r"Paid \$([\d.]+?)\.? with", self.order["text"]).group(1))
 
 
+class RefusingAgent(ReferenceAgent):
+    """Identifies the customer, looks at the order, then refuses whatever was asked: the score of doing nothing."""
+
+    def _serve(self) -> str:
+        return self._refuse("the policy does not allow it")
+
+
 class RandomAgent:
     """Uniformly random tools with arguments drawn from ids seen so far, and canned replies."""
 

@@ -8,7 +8,7 @@ import random
 import pytest
 
 from agentgym_core.testing import check_env
-from agentgym_env_ecommerce.agents import RandomAgent, ReferenceAgent, call, play, respond
+from agentgym_env_ecommerce.agents import RandomAgent, ReferenceAgent, RefusingAgent, call, play, respond
 from agentgym_env_ecommerce.env import ECommerceServiceEnv
 from agentgym_env_ecommerce.scenarios import FORBIDDEN_KINDS, INTENTS
 
@@ -58,6 +58,12 @@ def test_random_agent_is_near_zero(env):
     test = env.splits()["test"]
     wins = sum(play(env, task_id, RandomAgent(rng))[0] for task_id in test[::2])
     assert wins / len(test[::2]) < 0.05
+
+
+def test_refusing_everything_wins_only_the_forbidden_requests(env):
+    for task_id in env.splits()["test"][:28]:
+        reward, info, _ = play(env, task_id, RefusingAgent())
+        assert reward == (1.0 if env.category(task_id) == "forbidden" else 0.0), (task_id, info)
 
 
 def test_forbidden_refund_ends_with_zero(env):
