@@ -1,6 +1,7 @@
 """Reading the agent's action as a tool call, ``get_order(order_id="#W1234")``, and saying what is wrong.
 
-Small models write calls loosely, so the parser takes keyword or positional arguments,
+Small models write calls loosely, so the parser takes a call after some words (the first
+known tool called), keyword or positional arguments,
 single or double quotes, unquoted ids, a list or a comma-separated string for item ids,
 a missing closing parenthesis, a ``functions.`` prefix, backticks, and text after the call.
 Anything it cannot read raises :class:`CallError` whose message names the problem and the
@@ -30,20 +31,18 @@ class Tool:
 
 
 TOOLS: dict[str, Tool] = {t.name: t for t in (
-    Tool("respond", ("message",), "say something to the customer"),
-    Tool("find_customer", ("email", "name", "zip"), "the customer id"),
-    Tool("get_customer", ("customer_id",), "profile, payment methods, order ids"),
-    Tool("get_order", ("order_id",), "status, items, payment, address"),
-    Tool("get_product", ("product_id",), "options with item ids, prices, stock"),
-    Tool("cancel_order", ("order_id", "reason"), "cancel a pending order"),
-    Tool("modify_address", ("order_id", "address"), "new shipping address of a pending order"),
-    Tool("modify_payment", ("order_id", "payment_method_id"), "pay a pending order with another method"),
-    Tool("modify_items", ("order_id", "item_ids", "new_item_ids", "payment_method_id"),
-         "other options of the same products in a pending order", lists=("item_ids", "new_item_ids")),
-    Tool("return_items", ("order_id", "item_ids", "payment_method_id"), "return delivered items, refund to the method",
-         lists=("item_ids",)),
-    Tool("exchange_items", ("order_id", "item_ids", "new_item_ids", "payment_method_id"),
-         "exchange delivered items for other options", lists=("item_ids", "new_item_ids")),
+    Tool("respond", ("message",), "talk to the customer"),
+    Tool("find_customer", ("email", "name", "zip"), "identify the customer"),
+    Tool("get_customer", ("customer_id",), "payment methods, orders"),
+    Tool("get_order", ("order_id",), "status, items, payment"),
+    Tool("get_product", ("product_id",), "options: item ids, prices, stock"),
+    Tool("cancel_order", ("order_id", "reason"), ""),
+    Tool("modify_address", ("order_id", "address"), ""),
+    Tool("modify_payment", ("order_id", "payment_method_id"), ""),
+    Tool("modify_items", ("order_id", "item_ids", "new_item_ids", "payment_method_id"), "", lists=("item_ids", "new_item_ids")),
+    Tool("return_items", ("order_id", "item_ids", "payment_method_id"), "", lists=("item_ids",)),
+    Tool("exchange_items", ("order_id", "item_ids", "new_item_ids", "payment_method_id"), "",
+         lists=("item_ids", "new_item_ids")),
     Tool("transfer_to_human", ("summary",), "hand the customer to a human agent"),
 )}
 
@@ -52,8 +51,8 @@ WRITES = frozenset({"cancel_order", "modify_address", "modify_payment", "modify_
 
 
 def tool_list() -> str:
-    """One line per tool, for the instruction."""
-    return "\n".join(f"{t.signature()} - {t.about}" for t in TOOLS.values())
+    """One line per tool, for the instruction (the writes' names say what they do)."""
+    return "\n".join(f"{t.signature()}{f': {t.about}' if t.about else ''}" for t in TOOLS.values())
 
 
 class CallError(ValueError):
@@ -82,6 +81,11 @@ def parse_call(action: str) -> Call:
     if not text:
         raise CallError(f"the action is empty. Write one tool call, {_EXAMPLE}")
     head = _HEAD.match(text)
+    if head is None:  # a call after some words ("Let me check: get_order(...)"): the first known tool called
+        embedded = re.search(rf"\b(?:{'|'.join(TOOLS)})\s*\(", text)
+        if embedded:
+            text = text[embedded.start():]
+            head = _HEAD.match(text)
     if head is None:
         word = re.match(r"[A-Za-z_]\w*", text)
         if word and word.group(0).lower() in TOOLS:

@@ -26,9 +26,8 @@ from .scenarios import FORBIDDEN_KINDS, INTENTS, Scenario, scenario
 from .tools import Desk
 
 INSTRUCTION = f"""\
-You are a customer-service agent of an online store, chatting with a customer. Find out what they \
-need, look things up and act with the tools, and follow the policy.
-Reply with a line "Thought: <your reasoning>" and then a line "Action: <one tool call>", e.g.
+You are the support agent of an online store, chatting with a customer. Find out what they need, \
+use the tools and follow the policy. Reply with "Thought: <your reasoning>", then "Action: <one tool call>", e.g.
 Thought: I need to identify the customer first.
 Action: respond("Could you give me your email, or your name and zip code?")
 

@@ -15,20 +15,16 @@ CANCEL_REASONS = ("no longer needed", "ordered by mistake")
 
 POLICY = f"""\
 Policy:
-1. Identify the customer with find_customer (email, or name and zip) before reading or changing orders; \
-act only on that customer's orders.
-2. Before any change (cancel, modify, return, exchange) describe it and ask the customer to confirm; \
-make it only after they say yes.
-3. Pending orders may be cancelled (reason "{CANCEL_REASONS[0]}" or "{CANCEL_REASONS[1]}"; the total is \
-refunded to the original payment method), and their address, payment method, or item options \
-(another option of the same product, in stock, once) may be changed.
-4. Shipped and cancelled orders cannot be cancelled or changed.
-5. Delivered items may be returned or exchanged within {RETURN_DAYS} days of delivery, except final-sale items. \
-Refunds go to the original payment method or a gift card of the customer. An exchange is for another \
-option of the same product, in stock; the price difference is paid or refunded with a payment method \
-of the customer.
-6. Refuse what the policy forbids (or transfer_to_human). Tell the customer what they ask \
-(status, tracking number, amounts)."""
+1. Identify the customer with find_customer before reading or changing orders; act only on their orders.
+2. Before a change, describe it and ask the customer to confirm; change only after they say yes.
+3. Pending orders: cancel (reason "{CANCEL_REASONS[0]}" or "{CANCEL_REASONS[1]}"; the total is refunded to the \
+original payment method), or change the address, the payment method, or item options (same product, in stock, once).
+4. Shipped or cancelled orders cannot be cancelled or changed.
+5. Delivered items: return or exchange within {RETURN_DAYS} days of delivery, never final-sale items. Refund to the \
+original payment method or a gift card of the customer. Exchange only for another option of the same product, in \
+stock; the price difference is paid or refunded with a payment method of the customer.
+6. Refuse what the policy forbids (or transfer_to_human). Tell the customer what they ask (status, tracking number, \
+amounts)."""
 
 
 def check_cancel(order: dict[str, Any]) -> str | None:

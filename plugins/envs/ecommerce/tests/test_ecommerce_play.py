@@ -34,7 +34,7 @@ def test_a_person_typing_calls_and_replies_cancels_an_order():
         "respond(Done, your order is cancelled.)",
     ]
     out = _play(task_id, lines)
-    assert "Policy:" in out and "respond(message) - say something to the customer" in out
+    assert "Policy:" in out and "respond(message): talk to the customer" in out
     assert "Did you mean get_order?" in out and "(invalid action)" in out
     assert f"Episode success after {len(lines)} steps, return 1." in out
 
