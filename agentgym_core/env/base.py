@@ -21,6 +21,10 @@ class BaseEnv:
     Conventions for ``info`` returned by ``step``: ``"success": bool`` when the episode
     ended (used by the ``success`` reward); ``"invalid_action": True`` when the action could
     not be applied (the observation should then say why and what is allowed).
+
+    Optional: :meth:`wire_fields` adds env-specific fields to the env server's JSON answers
+    (e.g. to speak another server's dialect exactly); envs that do not override it are served
+    with the standard answers of docs/envs.md.
     """
 
     #: What the task is, which actions exist and the expected action format. Shown to the
@@ -53,6 +57,26 @@ class BaseEnv:
 
     def close(self) -> None:
         """Release resources. Must be idempotent (a second call does nothing)."""
+
+    # -- the wire (optional) ----------------------------------------------------------------
+    #: Keys of the server's own ``/reset`` and ``/step`` answers, which :meth:`wire_fields`
+    #: may not replace.
+    WIRE_KEYS: ClassVar[frozenset[str]] = frozenset({"id", "observation", "reward", "score", "done", "info"})
+
+    def wire_fields(self, call: str) -> dict[str, Any] | None:
+        """Extra JSON fields for the env server's answer to *call*; None (the default): none.
+
+        *call* is ``"reset"`` or ``"step"`` (asked right after that call returned) or
+        ``"observation"`` (``GET /observation``). For reset and step the fields are added to the
+        server's answer and may not reuse its keys (:attr:`WIRE_KEYS`). For observation, None
+        keeps the standard answer (the latest observation as a bare JSON string) and a dict
+        turns it into an object, ``{"observation": <latest observation>, **fields}``, in which
+        the env may also give its own ``"observation"``. The server calls it in the session's
+        thread under the session's lock, only if the env overrides it; values must be JSON-able.
+        Used by compatibility modes that must answer like another server (AgentGym's
+        ``task_description``, ``deleted``, ...).
+        """
+        return None
 
     # -- self-description -------------------------------------------------------------------
     def splits(self) -> dict[str, Sequence[int]]:

@@ -33,6 +33,41 @@ from .wire import EXAMPLES, HTTPError, check_step, describe_value, int_field, js
 log = logging.getLogger("agentgym.env.server")
 
 
+def _has_wire_fields(env: Any) -> bool:
+    """Whether *env* overrides :meth:`BaseEnv.wire_fields` (others are served without asking it)."""
+    method = getattr(type(env), "wire_fields", None)
+    return method is not None and method is not BaseEnv.wire_fields
+
+
+def _wire_fields(env: Any, call: str) -> dict[str, Any] | None:
+    """The env's extra answer fields for *call*, checked against the contract (see ``BaseEnv.wire_fields``)."""
+    if not _has_wire_fields(env):
+        return None
+    fields = env.wire_fields(call)
+    if fields is None:
+        return None
+    if not isinstance(fields, dict) or not all(isinstance(key, str) for key in fields):
+        raise TypeError(f"wire_fields({call!r}) returned {type(fields).__name__}; expected None or a dict with "
+                        "string keys")
+    clash = sorted(BaseEnv.WIRE_KEYS & fields.keys()) if call != "observation" else []
+    if clash:
+        raise ValueError(f"wire_fields({call!r}) may not replace the server's own field(s) {', '.join(clash)}; "
+                         "give them other names")
+    return fields
+
+
+def _reset_and_fields(env: Any, task_id: int, seed: int | None) -> tuple[Any, dict[str, Any] | None]:
+    """``env.reset`` and then its reset answer fields, in one worker-thread call."""
+    obs = env.reset(task_id=task_id, seed=seed)
+    return obs, _wire_fields(env, "reset")
+
+
+def _step_and_fields(env: Any, action: str) -> tuple[Any, dict[str, Any] | None]:
+    """``env.step`` and then its step answer fields, in one worker-thread call."""
+    out = env.step(action)
+    return out, _wire_fields(env, "step")
+
+
 @dataclass
 class ServerSettings:
     """Limits of one server process (``agentgym env serve`` options)."""
@@ -239,7 +274,7 @@ class EnvServer:
             if self.sessions.get(session.id) is not session:
                 raise HTTPError(404, f"session id {session.id} was closed while this reset waited")
             try:
-                obs = await self._run(session.env.reset, task_id=task_id, seed=seed)
+                obs, extra = await self._run(_reset_and_fields, session.env, task_id, seed)
             except Exception as exc:
                 session.needs_reset = True
                 return 500, {"error": f"env {self.name!r} raised in reset(task_id={task_id}): {type(exc).__name__}: {exc}",
@@ -251,7 +286,7 @@ class EnvServer:
             session.last_seq, session.stored = 0, None
             session.observation, session.score, session.done, session.needs_reset = obs, 0.0, False, False
             session.last_used = time.monotonic()
-        return {"id": session.id, "observation": obs, "reward": 0.0, "score": 0.0, "done": False}
+        return {"id": session.id, "observation": obs, "reward": 0.0, "score": 0.0, "done": False, **(extra or {})}
 
     async def step(self, request: Request) -> Any:
         return await self.do_step(await self._body(request))
@@ -281,7 +316,7 @@ class EnvServer:
 
     async def _apply_step(self, session: Session, action: str) -> tuple[int, dict]:
         try:
-            out = await self._run(session.env.step, action)
+            out, extra = await self._run(_step_and_fields, session.env, action)
             obs, reward, done, info = out
             problem = check_step(obs, reward, done, info)
         except Exception as exc:
@@ -293,7 +328,8 @@ class EnvServer:
         reward = float(reward)
         session.observation, session.done = obs, bool(done)
         session.score += reward
-        return 200, {"observation": obs, "reward": reward, "score": session.score, "done": bool(done), "info": info}
+        return 200, {"observation": obs, "reward": reward, "score": session.score, "done": bool(done), "info": info,
+                     **(extra or {})}
 
     async def batch(self, request: Request) -> dict[str, Any]:
         """Many step/reset ops (of different sessions) in one request; each gets its own status."""
@@ -321,7 +357,17 @@ class EnvServer:
 
     async def observation(self, request: Request) -> Any:
         session = self._session(request.query_params.get("id"))
-        return session.observation  # a bare JSON string, as the AgentGym servers answer
+        if not _has_wire_fields(session.env):
+            return session.observation  # a bare JSON string, as the AgentGym servers answer
+        async with session.lock:  # the env may be mid-step in another thread
+            if self.sessions.get(session.id) is not session:
+                raise HTTPError(404, f"session id {session.id} was closed while this request waited")
+            try:
+                fields = await self._run(_wire_fields, session.env, "observation")
+            except Exception as exc:
+                raise HTTPError(500, f"env {self.name!r} raised in wire_fields('observation'): "
+                                     f"{type(exc).__name__}: {exc}") from None
+        return session.observation if fields is None else {"observation": session.observation, **fields}
 
     async def close(self, request: Request) -> dict[str, Any]:
         body = await self._body(request)
