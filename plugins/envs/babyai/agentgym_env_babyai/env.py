@@ -14,10 +14,12 @@ from typing import Any
 import numpy as np
 
 from agentgym_core import BaseEnv
+from agentgym_core.env.text import normalize_action
 from agentgym_core.errors import ConfigError
 
+from . import compat as agentgym
 from . import nav
-from .levels import GROUPS, make_level, resolve_levels, task_level_and_seed
+from .levels import ALL_LEVELS, GROUPS, make_level, resolve_levels, task_level_and_seed
 from .view import View, door_state, look
 from .view import describe as describe_view
 
@@ -93,6 +95,10 @@ class BabyAIConfig:
     #: Accept an object action inside a longer reply ("I'll go to the red ball") when the
     #: reply as a whole is not an action; ``info["embedded_action"]`` marks such turns.
     lenient: bool = True
+    #: ``none``: this env's tasks, texts and actions. ``agentgym``: AgentGym's babyai server's
+    #: (its 40 levels by ``data_idx``, its observation text with ``Available actions``, its
+    #: action names and minigrid's discounted reward); see docs/envs.md.
+    compat: str = "none"
 
     def __post_init__(self) -> None:
         from agentgym_core.sections import check_range
@@ -104,6 +110,7 @@ class BabyAIConfig:
         if not isinstance(self.levels, str) and not hasattr(self.levels, "__iter__"):
             raise ConfigError(f"env.levels must be a level or group name, or a list of them, got {self.levels!r}")
         resolve_levels(self.levels)  # unknown names fail when the config loads, not when the env starts
+        _check_compat(self.compat, self.levels)
 
 
 class BabyAIEnv(BaseEnv):
@@ -114,11 +121,15 @@ class BabyAIEnv(BaseEnv):
     Config = BabyAIConfig
 
     def __init__(self, levels: Any = None, train_seeds: int = 1000, test_seeds: int = 100,
-                 reward: str = "binary", brief: bool = False, lenient: bool = True,
+                 reward: str = "binary", brief: bool = False, lenient: bool = True, compat: str = "none",
                  **options: Any) -> None:
         super().__init__(**options)
+        _check_compat(compat, levels)
+        if compat == "agentgym":
+            self.instruction = agentgym.INSTRUCTION
         if brief:  # "Reply with one action": the reply is the action
-            self.instruction, self.action_format = BRIEF_INSTRUCTION, "free"
+            self.instruction = agentgym.BRIEF_INSTRUCTION if compat == "agentgym" else BRIEF_INSTRUCTION
+            self.action_format = "free"
         self.lenient = bool(lenient)
         self.levels = resolve_levels(levels)
         if int(train_seeds) < 1 or int(test_seeds) < 1:
@@ -126,6 +137,9 @@ class BabyAIEnv(BaseEnv):
         if reward not in ("binary", "minigrid"):
             raise ConfigError(f"env.reward must be 'binary' or 'minigrid', got {reward!r}")
         self.train_seeds, self.test_seeds, self.reward_mode = int(train_seeds), int(test_seeds), reward
+        self._compat = agentgym.AgentGymBabyAI(self.train_seeds, self.test_seeds) if compat == "agentgym" else None
+        if self._compat is not None:
+            self.levels = tuple(agentgym.LEVELS)
         self._built: dict[str, Any] = {}
         self._level: Any = None
         self._level_name = ""
@@ -136,7 +150,9 @@ class BabyAIEnv(BaseEnv):
         self._reward = 0.0
 
     # -- self-description -------------------------------------------------------------------
-    def splits(self) -> dict[str, range]:
+    def splits(self) -> dict[str, Any]:
+        if self._compat is not None:
+            return self._compat.splits()
         k = len(self.levels)
         return {
             "train": range(k * self.train_seeds),
@@ -144,12 +160,17 @@ class BabyAIEnv(BaseEnv):
         }
 
     def category(self, task_id: int) -> str:
+        if self._compat is not None:
+            return agentgym.task_of(task_id)[0]
         return task_level_and_seed(task_id, self.levels)[0]
 
     def describe(self) -> dict[str, Any]:
         info = super().describe()
         info["levels"] = list(self.levels)
         info["task_ids"] = "level = levels[task_id % len(levels)], seed = task_id // len(levels)"
+        if self._compat is not None:
+            info["compat"] = "agentgym"
+            return info
         info["groups"] = {g: [lv for lv in self.levels if lv in GROUPS[g]] for g in ("easy", "medium", "hard")}
         return info
 
@@ -168,6 +189,10 @@ class BabyAIEnv(BaseEnv):
         """Start *task_id* (see the module docs of ``levels``); without one, a random training task."""
         if task_id is None:
             task_id = random.Random(seed).choice(self.splits()["train"])
+        if self._compat is not None:
+            obs = self._compat.reset(task_id, make_level)
+            self._level = self._compat.episode.level
+            return obs
         name, level_seed = task_level_and_seed(task_id, self.levels)
         if name not in self._built:
             self._built[name] = make_level(name)
@@ -179,6 +204,8 @@ class BabyAIEnv(BaseEnv):
         return f"Your mission: {self._level.mission}.\n{describe_view(self._view, self._level.carrying)}"
 
     def step(self, action: str) -> tuple[str, float, bool, dict]:
+        if self._compat is not None:
+            return self._compat.step(action)
         if self._level is None:
             raise RuntimeError("BabyAIEnv.step() called before reset(); reset a task first")
         if self._over:
@@ -211,7 +238,12 @@ class BabyAIEnv(BaseEnv):
         info["embedded_action"] = embedded
         return obs, float(reward), self._over, info
 
+    def wire_fields(self, call: str) -> dict[str, Any] | None:
+        return self._compat.wire_fields(call) if self._compat is not None else None
+
     def close(self) -> None:
+        if self._compat is not None:
+            self._compat.close()
         for level in self._built.values():
             level.close()
         self._built.clear()
@@ -219,6 +251,8 @@ class BabyAIEnv(BaseEnv):
 
     def available_actions(self) -> list[str]:
         """The actions that make sense now (the answer to "check available actions")."""
+        if self._compat is not None:
+            return list(self._compat.episode.scene.actions) if self._compat.episode else []
         level, view = self._level, self._view
         carrying, front = level.carrying, level.grid.get(*level.front_pos)
         actions = ["turn left", "turn right", "move forward"]
@@ -390,13 +424,10 @@ def _a(obj: Any) -> str:
     return f"a {obj.color} {obj.type}" if obj.type != "wall" else "a wall"
 
 
-def normalize_action(action: str) -> str:
-    """Lower-case action text; keeps only what follows the last "Action:" if present."""
-    text = str(action)
-    marks = list(re.finditer(r"action\s*:", text, flags=re.IGNORECASE))
-    if marks:
-        text = text[marks[-1].end():]
-    text = text.strip()
-    text = text.splitlines()[0] if text else ""
-    text = text.lower().strip().strip("`'\"[]().!").strip()
-    return re.sub(r"\s+", " ", text)
+def _check_compat(compat: Any, levels: Any) -> None:
+    if compat not in ("none", "agentgym"):
+        raise ConfigError(f"env.compat must be 'none' (this env's own tasks and texts) or 'agentgym' (AgentGym's "
+                          f"babyai server's), got {compat!r}")
+    if compat == "agentgym" and levels is not None and resolve_levels(levels) != ALL_LEVELS:
+        raise ConfigError("env.levels does not apply with env.compat=agentgym: task ids follow AgentGym's fixed list "
+                          "of 40 levels (level = task_id % 40); drop env.levels")

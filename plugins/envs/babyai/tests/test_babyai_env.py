@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import pytest
 from agentgym_env_babyai import plugin
-from agentgym_env_babyai.env import BabyAIEnv, normalize_action
+from agentgym_env_babyai.env import BabyAIEnv
 from agentgym_env_babyai.levels import ALL_LEVELS, EASY, resolve_levels
 from agentgym_env_babyai.solvers import heuristic, oracle, play, random_agent
 
@@ -203,12 +203,6 @@ def test_sampling_rejected_stays_off_stdout(capfd):
 def test_random_agent_runs_within_turn_cap(env):
     result = play(env, 10, random_agent(1), max_turns=15)
     assert result["turns"] <= 15
-
-
-def test_normalize_action():
-    assert normalize_action("Thought: x\nAction: Go to the Red Ball.") == "go to the red ball"
-    assert normalize_action("  `turn   left` ") == "turn left"
-    assert normalize_action("") == ""
 
 
 def test_lenient_parsing_finds_an_action_inside_a_sentence():

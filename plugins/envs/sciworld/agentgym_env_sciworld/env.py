@@ -16,7 +16,7 @@ from agentgym_core import BaseEnv
 from agentgym_core.errors import ConfigError
 
 from . import jvm as jvms
-from .tasks import TASKS, TOTAL, locate, split_ids
+from .tasks import AGENTGYM, OURS
 
 INSTRUCTION = """\
 You are an agent in ScienceWorld, a text simulation of a house (kitchen, bathroom, workshop, \
@@ -50,6 +50,7 @@ Action: <one action>"""
 _HINT_WORDS = {"valid actions", "valid action", "hint", "hints", "list actions", "available actions",
                "check valid actions", "check available actions"}
 _UNKNOWN = "No known action matches that input."
+_HINT_LINE = "- valid actions: list the actions that are valid right now (a hint; it takes no time)\n"
 
 
 @dataclass
@@ -76,6 +77,13 @@ class SciWorldConfig:
     #: Step through the simulation directly (False: through ScienceWorld's PythonInterface.step,
     #: which also renders a run history and debug output: same results, ~15-25% slower).
     fast_step: bool = True
+    #: ``none``: this env's task ids, texts and 0-1 rewards. ``agentgym``: AgentGym's sciworld
+    #: server's (its 23-task id list, the simulator's own texts, its 0-100 score and reset
+    #: fields ``task_description``, ``task_name``, ``var_num``); see docs/envs.md.
+    compat: str = "none"
+
+    def __post_init__(self) -> None:
+        _check_compat(self.compat)
 
 
 class SciWorldEnv(BaseEnv):
@@ -88,12 +96,21 @@ class SciWorldEnv(BaseEnv):
     def __init__(self, tasks: Optional[List[str]] = None, simplifications: str = "", step_limit: int = 100,
                  valid_actions_in_info: bool = False, hint_limit: int = 80, gold_path: bool = False,
                  java: str = "java", java_heap: str = "256m", sessions_per_jvm: int = 8, fast_step: bool = True,
-                 **options: Any) -> None:
+                 compat: str = "none", **options: Any) -> None:
         super().__init__(**options)
-        known = [t.name for t in TASKS]
+        _check_compat(compat)
+        #: AgentGym's ids, texts and scores (``compat: agentgym``)
+        self.agentgym = compat == "agentgym"
+        if self.agentgym:
+            self.instruction = INSTRUCTION.replace(_HINT_LINE, "")
+        self.numbering = AGENTGYM if self.agentgym else OURS
+        known = [t.name for t in self.numbering.tasks]
         if tasks is not None:
             tasks = [tasks] if isinstance(tasks, str) else list(tasks)
             bad = [t for t in tasks if t not in known]
+            if bad and self.agentgym:
+                raise ConfigError(f"env.tasks: {bad!r} not in AgentGym's list of ScienceWorld tasks (env.compat="
+                                  f"agentgym leaves out 5-x, 9-x and 10-x); its tasks: {', '.join(known)}")
             if bad or not tasks:
                 raise ConfigError(f"env.tasks: unknown ScienceWorld task(s) {bad or tasks!r}; known tasks: {', '.join(known)}")
         if int(sessions_per_jvm) < 1 or int(hint_limit) < 1 or int(step_limit) < 0:
@@ -110,21 +127,25 @@ class SciWorldEnv(BaseEnv):
         self._sim: Any = None
         self._task: Any = None
         self._variation = 0
+        self._description = ""
         self._score = 0.0
         self._done = True
         self._gold: list[str] = []
 
     # -- self-description -------------------------------------------------------------------
     def splits(self) -> dict[str, list[int]]:
-        return {name: split_ids(name, self.task_names) for name in ("train", "dev", "test")}
+        return {name: self.numbering.split_ids(name, self.task_names) for name in ("train", "dev", "test")}
 
     def category(self, task_id: int) -> str:
-        return locate(task_id)[0].name
+        return self.numbering.locate(task_id)[0].name
 
     def describe(self) -> dict[str, Any]:
         info = super().describe()
-        info["tasks"] = [t.name for t in TASKS if self.task_names is None or t.name in self.task_names]
-        info["task_ids"] = f"0..{TOTAL - 1}: (task, variation), tasks in ScienceWorld order, variations in order"
+        info["tasks"] = [t.name for t in self.numbering.tasks if self.task_names is None or t.name in self.task_names]
+        info["task_ids"] = (f"0..{self.numbering.total - 1}: (task, variation), tasks in ScienceWorld order"
+                            f"{' without 5-x, 9-x, 10-x (AgentGym)' if self.agentgym else ''}, variations in order")
+        if self.agentgym:
+            info["compat"] = "agentgym"
         return info
 
     @property
@@ -149,7 +170,7 @@ class SciWorldEnv(BaseEnv):
         """Load (task, variation) of *task_id*; the first observation is the task and the room."""
         if task_id is None:
             task_id = random.Random(seed).choice(self.splits()["train"])
-        self._task, self._variation = locate(int(task_id))
+        self._task, self._variation = self.numbering.locate(int(task_id))
         sim = self._simulator()
         with self._jvm.lock:
             error = sim.load(self._task.name, self._variation, self.simplifications, self.gold_path)
@@ -157,15 +178,20 @@ class SciWorldEnv(BaseEnv):
                 raise ConfigError(f"sciworld: cannot load task {task_id} ({self._task.name}, variation "
                                   f"{self._variation}) with simplifications {self.simplifications!r}: {error}")
             self._gold = list(sim.py.getGoldActionSequence()) if self.gold_path else []
-            room = (sim.step if self.fast_step else sim.step_python)("look around")[0]
+            room, raw = (sim.step if self.fast_step else sim.step_python)("look around")[:2]
             task = sim.py.getTaskDescription()
         self._score, self._done = 0.0, False
+        if self.agentgym:  # AgentGym's client shows its agent the task, a newline and the room
+            self._description, self._score = task, float(_percent(raw))
+            return f"{task}\n{room}"
         return f"{task}\n\n{room}"
 
     def step(self, action: str) -> tuple[str, float, bool, dict]:
         if self._sim is None or self._done:
             why = "No task is running" if self._sim is None else "The task is over"
             return f"{why}: reset the env to start a task.", 0.0, True, {"invalid_action": True}
+        if self.agentgym:
+            return self._step_agentgym(str(action))
         text = " ".join(str(action).split())
         if text.lower().rstrip(".") in _HINT_WORDS:
             return self._hint(), 0.0, False, {"hint": True, "score": round(100 * self._score)}
@@ -195,6 +221,34 @@ class SciWorldEnv(BaseEnv):
             info["valid_actions"] = valid
         return obs, reward, self._done, info
 
+    def _step_agentgym(self, action: str) -> tuple[str, float, bool, dict]:
+        """The simulator's own answer, scored as AgentGym's server scores it: 0-100 (-100 on
+        failure), the step reward the change of score, done when completed, failed or past
+        ``step_limit`` moves."""
+        with self._jvm.lock:
+            obs, raw, completed, moves = (self._sim.step if self.fast_step else self._sim.step_python)(action)
+            valid = list(self._sim.py.getValidActionObjectCombinations()) if self.valid_actions_in_info else None
+        score = _percent(raw)
+        reward, self._score = score - self._score, float(score)
+        truncated = bool(self.step_limit) and moves > self.step_limit
+        self._done = completed or score < 0 or truncated
+        info: dict[str, Any] = {"score": score, "score_norm": max(score, 0) / 100, "moves": moves,
+                                "task": self._task.name, "variation": self._variation,
+                                "invalid_action": obs.startswith(_UNKNOWN)}
+        if self._done:
+            info["success"] = completed and score >= 100
+            info["truncated"] = truncated and not completed and score >= 0
+        if valid is not None:
+            info["valid_actions"] = valid
+        return obs, float(reward), self._done, info
+
+    def wire_fields(self, call: str) -> dict[str, Any] | None:
+        """AgentGym's reset fields (``compat: agentgym``): ``task_name``, ``var_num``, ``task_description``, ``deleted``."""
+        if self.agentgym and call == "reset":
+            return {"task_name": self._task.name, "var_num": self._variation, "task_description": self._description,
+                    "deleted": False}
+        return None
+
     def _hint(self) -> str:
         with self._jvm.lock:
             valid = list(self._sim.py.getValidActionObjectCombinations())
@@ -219,3 +273,14 @@ class SciWorldEnv(BaseEnv):
             jvm, self._jvm = self._jvm, None
             jvms.release(jvm)
         self._done = True
+
+
+def _percent(raw: float) -> int:
+    """ScienceWorld's score as its Python API and AgentGym report it: 0-100, -100 on failure."""
+    return int(round(100 * raw))
+
+
+def _check_compat(compat: Any) -> None:
+    if compat not in ("none", "agentgym"):
+        raise ConfigError(f"env.compat must be 'none' (this env's own task ids and 0-1 rewards) or 'agentgym' "
+                          f"(AgentGym's sciworld server's), got {compat!r}")

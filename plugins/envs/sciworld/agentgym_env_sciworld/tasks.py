@@ -1,7 +1,8 @@
 """Task ids: every (task, variation) pair of ScienceWorld, numbered once and for all.
 
 ``task_id = offset(task) + variation``, tasks in ScienceWorld's own order (1-1 boil ...
-10-2 mendelian-genetics-unknown-plant), 7,207 ids in all. The splits are ScienceWorld's own:
+10-2 mendelian-genetics-unknown-plant), 7,207 ids in all. AgentGym's server numbers the
+same way but leaves out seven tasks (:data:`AGENTGYM`, 4,639 ids; the same up to id 4,135). The splits are ScienceWorld's own:
 each task's variations are cut into train / dev / test blocks by the simulator
 (``getVariationsTrain/Dev/Test``); the table below records those blocks so that listing splits
 needs no JVM (a test checks it against the JAR).
@@ -54,33 +55,45 @@ TASKS: tuple[Task, ...] = (
     Task("10-2", "mendelian-genetics-unknown-plant", "Biology", 480, 240, 120),
 )
 
-OFFSETS: tuple[int, ...] = tuple(sum(t.variations for t in TASKS[:i]) for i in range(len(TASKS)))
-TOTAL = OFFSETS[-1] + TASKS[-1].variations
-BY_NAME = {t.name: i for i, t in enumerate(TASKS)}
+class Numbering:
+    """Global task ids over *tasks*: ``id = offset(task) + variation``, tasks in the given order."""
+
+    def __init__(self, tasks: tuple[Task, ...]) -> None:
+        self.tasks = tasks
+        self.offsets = tuple(sum(t.variations for t in tasks[:i]) for i in range(len(tasks)))
+        self.total = self.offsets[-1] + tasks[-1].variations
+        self.by_name = {t.name: i for i, t in enumerate(tasks)}
+
+    def locate(self, task_id: int) -> tuple[Task, int]:
+        """``(task, variation)`` of a global task id; IndexError outside ``[0, total)``."""
+        if not 0 <= task_id < self.total:
+            raise IndexError(f"sciworld task id {task_id} is out of range: ids run from 0 to {self.total - 1}")
+        i = bisect.bisect_right(self.offsets, task_id) - 1
+        return self.tasks[i], task_id - self.offsets[i]
+
+    def task_id(self, name: str, variation: int) -> int:
+        """The global id of *variation* of the task called *name* (inverse of :meth:`locate`)."""
+        i = self.by_name[name]
+        if not 0 <= variation < self.tasks[i].variations:
+            raise IndexError(f"task {name!r} has variations 0..{self.tasks[i].variations - 1}, not {variation}")
+        return self.offsets[i] + variation
+
+    def split_ids(self, split: str, names: list[str] | None = None) -> list[int]:
+        """Global ids of ScienceWorld's *split* ("train", "dev" or "test"), optionally for some tasks only."""
+        out: list[int] = []
+        for i, t in enumerate(self.tasks):
+            if names is not None and t.name not in names:
+                continue
+            lo, hi = {"train": (0, t.train), "dev": (t.train, t.train + t.dev),
+                      "test": (t.train + t.dev, t.variations)}[split]
+            out.extend(range(self.offsets[i] + lo, self.offsets[i] + hi))
+        return out
 
 
-def locate(task_id: int) -> tuple[Task, int]:
-    """``(task, variation)`` of a global task id; IndexError outside ``[0, TOTAL)``."""
-    if not 0 <= task_id < TOTAL:
-        raise IndexError(f"sciworld task id {task_id} is out of range: ids run from 0 to {TOTAL - 1}")
-    i = bisect.bisect_right(OFFSETS, task_id) - 1
-    return TASKS[i], task_id - OFFSETS[i]
+OURS = Numbering(TASKS)
+#: AgentGym's numbering (agentenv-sciworld): every task but these seven, in the same order.
+AGENTGYM_LEFT_OUT = frozenset({"5-1", "5-2", "9-1", "9-2", "9-3", "10-1", "10-2"})
+AGENTGYM = Numbering(tuple(t for t in TASKS if t.code not in AGENTGYM_LEFT_OUT))
 
-
-def task_id(name: str, variation: int) -> int:
-    """The global id of *variation* of the task called *name* (inverse of :func:`locate`)."""
-    i = BY_NAME[name]
-    if not 0 <= variation < TASKS[i].variations:
-        raise IndexError(f"task {name!r} has variations 0..{TASKS[i].variations - 1}, not {variation}")
-    return OFFSETS[i] + variation
-
-
-def split_ids(split: str, names: list[str] | None = None) -> list[int]:
-    """Global ids of ScienceWorld's *split* ("train", "dev" or "test"), optionally for some tasks only."""
-    out: list[int] = []
-    for i, t in enumerate(TASKS):
-        if names is not None and t.name not in names:
-            continue
-        lo, hi = {"train": (0, t.train), "dev": (t.train, t.train + t.dev), "test": (t.train + t.dev, t.variations)}[split]
-        out.extend(range(OFFSETS[i] + lo, OFFSETS[i] + hi))
-    return out
+OFFSETS, TOTAL, BY_NAME = OURS.offsets, OURS.total, OURS.by_name
+locate, task_id, split_ids = OURS.locate, OURS.task_id, OURS.split_ids

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import functools
 import importlib.resources
+import random
 import threading
 import warnings
 from dataclasses import dataclass
@@ -102,6 +103,22 @@ class Catalog:
                     todo.extend(i for _, i in recipe.inputs)
             self._closure[goal] = tuple(out)
         return self._closure[goal]
+
+    def commands(self, goal: str, rng: random.Random, max_distractors: int) -> list[str]:
+        """The crafting commands shown for *goal*: every recipe that can take part in crafting it,
+        and up to *max_distractors* recipes that use the same ingredients, in *rng*'s order."""
+        needed = self.closure(goal)
+        texts = {r.text for r in needed}
+        pool: set[str] = set()
+        for recipe in needed:
+            for _, name in recipe.inputs:
+                uses = self.uses.get(name, ())
+                pool.update(r.text for r in rng.sample(uses, min(len(uses), 10)))
+        pool -= texts
+        distractors = rng.sample(sorted(pool), min(len(pool), max_distractors))
+        commands = sorted(texts) + distractors
+        rng.shuffle(commands)
+        return commands
 
     def fetchable(self, name: str) -> bool:
         """Base items can be fetched with ``get``; craftable items and tags cannot."""

@@ -13,8 +13,10 @@ from dataclasses import dataclass
 from typing import Any
 
 from agentgym_core import BaseEnv
+from agentgym_core.env.text import agentgym_action, normalize_action
 from agentgym_core.errors import ConfigError
 
+from . import compat as agentgym
 from .catalog import Catalog, Recipe, item_id, item_name, load_catalog
 
 INSTRUCTION = """\
@@ -49,6 +51,12 @@ class TextCraftConfig:
     min_depth: int = 2
     #: Distractor recipes shown next to the needed ones.
     max_distractors: int = 10
+    #: ``none``: this env's goals and rules. ``agentgym``: AgentGym's textcraft server's (its
+    #: goal for each ``data_idx``, its crafting rules and messages); see docs/envs.md.
+    compat: str = "none"
+
+    def __post_init__(self) -> None:
+        _check_compat(self.compat)
 
 
 class TextCraftEnv(BaseEnv):
@@ -58,13 +66,19 @@ class TextCraftEnv(BaseEnv):
     action_format = "react"
     Config = TextCraftConfig
 
-    def __init__(self, min_depth: int = 2, max_distractors: int = 10, **options: Any) -> None:
+    def __init__(self, min_depth: int = 2, max_distractors: int = 10, compat: str = "none", **options: Any) -> None:
         super().__init__(**options)
+        _check_compat(compat)
         if int(min_depth) < 1:
             raise ConfigError(f"env.min_depth must be >= 1, got {min_depth}")
         if int(max_distractors) < 0:
             raise ConfigError(f"env.max_distractors must be >= 0, got {max_distractors}")
         self.catalog: Catalog = load_catalog(int(min_depth))
+        #: AgentGym mode: its goals ``(item id, depth)`` in data_idx order (None: this env's own)
+        self.agentgym_goals: tuple[tuple[str, int], ...] | None = None
+        if compat == "agentgym":
+            self.catalog, self.agentgym_goals = agentgym.load()
+            self.instruction = agentgym.INSTRUCTION
         self.max_distractors = int(max_distractors)
         self.goal: str | None = None
         self.inventory: dict[str, int] = {}
@@ -73,7 +87,10 @@ class TextCraftEnv(BaseEnv):
         self._success = False
 
     # -- self-description -------------------------------------------------------------------
-    def splits(self) -> dict[str, range]:
+    def splits(self) -> dict[str, Any]:
+        if self.agentgym_goals is not None:  # every fifth of AgentGym's ids held out, as this env's own rule
+            ids = range(len(self.agentgym_goals))
+            return {"train": [i for i in ids if i % 5 != 4], "test": [i for i in ids if i % 5 == 4]}
         c = self.catalog
         return {"train": range(c.n_train), "test": range(c.n_train, len(c.goals))}
 
@@ -81,15 +98,24 @@ class TextCraftEnv(BaseEnv):
         """The goal item id of *task_id*."""
         if not isinstance(task_id, int) or isinstance(task_id, bool) or task_id < 0:
             raise ValueError(f"TextCraft task ids are non-negative integers, got {task_id!r}")
+        if self.agentgym_goals is not None:
+            return self.agentgym_goals[task_id % len(self.agentgym_goals)][0]
         return self.catalog.goals[task_id % len(self.catalog.goals)]
 
     def category(self, task_id: int) -> str:
+        if self.agentgym_goals is not None:
+            self.goal_of(task_id)  # checks the id
+            return f"depth{self.agentgym_goals[task_id % len(self.agentgym_goals)][1]}"
         return f"depth{self.catalog.depth(self.goal_of(task_id))}"
 
     def describe(self) -> dict[str, Any]:
         info = super().describe()
         info["task_ids"] = "goal = goals[task_id % len(goals)]; goals by (depth, name), every 5th held out"
         info["goals"] = len(self.catalog.goals)
+        if self.agentgym_goals is not None:
+            info["compat"] = "agentgym"
+            info["task_ids"] = "AgentGym's: goal = items of depth >= 1 sorted by depth[task_id % 544]; every 5th held out"
+            info["goals"] = len(self.agentgym_goals)
         return info
 
     # -- the episode ------------------------------------------------------------------------
@@ -98,18 +124,7 @@ class TextCraftEnv(BaseEnv):
         if task_id is None:
             task_id = random.Random(seed).choice(self.splits()["train"])
         self.goal = self.goal_of(task_id)
-        rng = random.Random(task_id)
-        needed = self.catalog.closure(self.goal)
-        texts = {r.text for r in needed}
-        pool: set[str] = set()
-        for recipe in needed:
-            for _, name in recipe.inputs:
-                uses = self.catalog.uses.get(name, ())
-                pool.update(r.text for r in rng.sample(uses, min(len(uses), 10)))
-        pool -= texts
-        distractors = rng.sample(sorted(pool), min(len(pool), self.max_distractors))
-        self.commands = sorted(texts) + distractors
-        rng.shuffle(self.commands)
+        self.commands = self.catalog.commands(self.goal, random.Random(task_id), self.max_distractors)
         self.inventory = {}
         self._over, self._success = False, False
         return "Crafting commands:\n{}\n\nGoal: craft {}.".format("\n".join(self.commands), item_name(self.goal))
@@ -119,6 +134,11 @@ class TextCraftEnv(BaseEnv):
             raise RuntimeError("TextCraftEnv.step() called before reset(); reset a task first")
         if self._over:
             return "The episode is over; reset to start a new task.", 0.0, True, self._info(True, False)
+        if self.agentgym_goals is not None:
+            obs, self._success, invalid, failed = agentgym.step(self.catalog, self.inventory, self.goal,
+                                                                agentgym_action(action))
+            self._over = self._success
+            return obs, float(self._success), self._over, self._info(invalid, failed)
         text = normalize_action(action)
         invalid = failed = False
         if text in ("inventory", "check inventory", "inv", "show inventory"):
@@ -201,13 +221,7 @@ class TextCraftEnv(BaseEnv):
                 "goal": item_name(self.goal or "")}
 
 
-def normalize_action(action: str) -> str:
-    """Lower-case action text; keeps only what follows the last "Action:" if present."""
-    text = str(action)
-    marks = list(re.finditer(r"action\s*:", text, flags=re.IGNORECASE))
-    if marks:
-        text = text[marks[-1].end():]
-    text = text.strip()
-    text = text.splitlines()[0] if text else ""
-    text = text.lower().strip().strip("`'\"[]().!").strip()
-    return re.sub(r"\s+", " ", text)
+def _check_compat(compat: Any) -> None:
+    if compat not in ("none", "agentgym"):
+        raise ConfigError(f"env.compat must be 'none' (this env's own goals and rules) or 'agentgym' (AgentGym's "
+                          f"textcraft server's), got {compat!r}")
