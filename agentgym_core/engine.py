@@ -5,6 +5,7 @@ only in plain Python types here, so the agent and rollout logic never import tor
 """
 from __future__ import annotations
 
+from concurrent.futures import Future
 from dataclasses import dataclass, field
 from typing import Any, Optional
 
@@ -53,6 +54,17 @@ class Engine:
     """
 
     def generate(self, requests: list[GenerationRequest]) -> list[GenerationResult]:
+        raise NotImplementedError
+
+    #: True when :meth:`submit` works: the engine takes requests one at a time while it runs
+    #: and starts each as soon as it has room (continuous batching), so rollout hands them over
+    #: as they come instead of gathering batches (except in lockstep, where batches keep runs
+    #: repeatable).
+    supports_submit: bool = False
+
+    def submit(self, request: GenerationRequest) -> Future:
+        """Start generating *request* when there is room; the future resolves to its result.
+        Thread-safe and non-blocking. Only when :attr:`supports_submit` is true."""
         raise NotImplementedError
 
     #: True when ``generate`` runs the trainer's live model object, so updates are seen as

@@ -9,6 +9,11 @@ its request and sends them sorted by episode: which requests share a batch then 
 depends on how fast each env step returned, so a seeded rollout samples the same tokens on
 every run (a batch's shape changes logits in the last bits, enough to flip a sample now and
 then). It costs the overlap of env steps with generation.
+
+An engine that takes requests one at a time while it runs (``engine.supports_submit``, e.g. the
+hf engine with ``decode: static``) gets each request as soon as its episode makes it, outside
+lockstep: the engine batches continuously itself, so gathering here would only add waiting.
+``batch_sizes`` then records how many requests were in flight at each submission.
 """
 from __future__ import annotations
 
@@ -38,17 +43,41 @@ class Batcher:
         self.busy_cpu_seconds = 0.0  # CPU time of the engine thread (robust to machine load)
         # Its own thread: generation never queues behind env calls in the default executor.
         self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="agentgym-engine")
+        #: Hand requests to ``engine.submit`` one by one (see the module docstring).
+        self.streaming = bool(getattr(engine, "supports_submit", False)) and lockstep is None
+        self._in_flight, self._busy_since = 0, 0.0
+        self._cpu_start = float(getattr(engine, "busy_cpu_seconds", 0.0)) if self.streaming else 0.0
 
     async def generate(self, request: GenerationRequest, order: int = 0) -> GenerationResult:
         """Queue *request*; *order* (the episode's index) sorts a lockstep batch."""
         if self._error is not None:
             raise self._error
+        if self.streaming:
+            return await self._submit(request)
         if self._task is None:
             self._task = asyncio.get_running_loop().create_task(self._run())
         future: asyncio.Future = asyncio.get_running_loop().create_future()
         self._pending.append((order, request, future))
         self._wakeup.set()
         return await future
+
+    async def _submit(self, request: GenerationRequest) -> GenerationResult:
+        loop = asyncio.get_running_loop()
+        if not self._in_flight:
+            self._busy_since = loop.time()
+        self._in_flight += 1
+        self.batch_sizes.append(self._in_flight)
+        try:
+            return await asyncio.wrap_future(self.engine.submit(request))
+        except asyncio.CancelledError:
+            raise
+        except BaseException as exc:  # noqa: BLE001 - later requests fail at once, as in batch mode
+            self._error = exc
+            raise
+        finally:
+            self._in_flight -= 1
+            if not self._in_flight:
+                self.busy_seconds += loop.time() - self._busy_since
 
     def poke(self) -> None:
         """An episode ended: in lockstep, the requests already queued may now be all there are."""
@@ -101,12 +130,17 @@ class Batcher:
 
     def _generate(self, requests: list[GenerationRequest]) -> list[GenerationResult]:
         start = time.thread_time()
+        # an engine that generates in a thread of its own counts that thread's CPU time
+        engine_start = float(getattr(self.engine, "busy_cpu_seconds", 0.0))
         try:
             return self.engine.generate(requests)
         finally:
             self.busy_cpu_seconds += time.thread_time() - start
+            self.busy_cpu_seconds += float(getattr(self.engine, "busy_cpu_seconds", 0.0)) - engine_start
 
     async def aclose(self) -> None:
+        if self.streaming:  # the engine's own thread did the work: its CPU time since we started
+            self.busy_cpu_seconds = float(getattr(self.engine, "busy_cpu_seconds", 0.0)) - self._cpu_start
         if self._task is not None:
             self._task.cancel()
             try:

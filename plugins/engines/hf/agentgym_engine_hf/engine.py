@@ -6,6 +6,9 @@ longest prefix it shares with another prompt (the system prompt and env instruct
 episode starts with); then all requests decode together as one batch whose caches are
 left-padded with zeros, masked out, with explicit position ids. Logprobs are the
 log-softmax of the raw logits (temperature 1, no top-p) of each sampled token.
+
+``decode="static"`` hands generation to :mod:`.scheduler` instead (fixed KV slots, a decode
+step on the device, continuous batching); this module's path is its fallback.
 """
 from __future__ import annotations
 
@@ -14,6 +17,7 @@ import random
 import threading
 from collections import OrderedDict
 from collections.abc import Iterator
+from concurrent.futures import Future
 from dataclasses import dataclass
 from typing import Any
 
@@ -66,6 +70,10 @@ class HFEngine(Engine):
         threads: int = 0,
         share_prefixes: bool = True,
         chat_template: str | None = None,
+        decode: str = "plain",
+        slot_tokens: int = 0,
+        sync_every: int = 0,
+        cuda_graphs: bool = True,
         **_: Any,
     ) -> None:
         if threads > 0:
@@ -95,6 +103,15 @@ class HFEngine(Engine):
         base = model.get_base_model() if hasattr(model, "get_base_model") else model
         self._cache_arg = cache_arg(base)
         self.dtype = resolve_dtype(dtype, self.device) if not self.shares_weights else next(model.parameters()).dtype
+        self._static = None
+        if decode == "static":  # fixed KV slots, decode step on the device, continuous batching
+            from .scheduler import StaticDecoder
+
+            self._static = StaticDecoder(self, slots=max_batch_size, slot_tokens=slot_tokens, sync_every=sync_every,
+                                         cuda_graphs=cuda_graphs)
+            self.supports_submit = True
+        elif decode != "plain":
+            raise ValueError(f"decode must be one of {', '.join(HFEngineConfig.DECODE_MODES)}, got {decode!r}")
 
     # -- Engine interface -------------------------------------------------------------------
     @property
@@ -102,6 +119,22 @@ class HFEngine(Engine):
         return self._tokenizer
 
     def generate(self, requests: list[GenerationRequest]) -> list[GenerationResult]:
+        if self._static is not None and requests:
+            return self._static.generate(requests)
+        return self._generate_plain(requests)
+
+    def submit(self, request: GenerationRequest) -> Future:
+        """Start *request* as soon as a slot is free (``decode: static``); its result comes in the future."""
+        if self._static is None:
+            raise NotImplementedError("HFEngine.submit needs decode='static'; use generate()")
+        return self._static.submit([request])[0]
+
+    @property
+    def busy_cpu_seconds(self) -> float:
+        """CPU seconds the ``decode: static`` engine thread has worked (0 for the plain path)."""
+        return self._static.cpu_seconds if self._static is not None else 0.0
+
+    def _generate_plain(self, requests: list[GenerationRequest]) -> list[GenerationResult]:
         if not requests:
             return []
         results: list[GenerationResult] = []
@@ -119,20 +152,27 @@ class HFEngine(Engine):
         if source is self.model or (self.shares_weights and source is None):
             return
         state = source.state_dict() if hasattr(source, "state_dict") else source
-        missing, unexpected = self.model.load_state_dict(state, strict=False)
+        with self._static.idle() if self._static is not None else contextlib.nullcontext():
+            missing, unexpected = self.model.load_state_dict(state, strict=False)
         if unexpected or len(missing) == len(list(self.model.state_dict())):
             raise ValueError(f"update_weights: state dict does not fit the model (unexpected keys {unexpected[:5]})")
 
     def release(self, cache_key: str) -> None:
         with self._cache_lock:
             self._cache.pop(cache_key, None)
+        if self._static is not None:
+            self._static.release(cache_key)
 
     def clear_cache(self) -> None:
         with self._cache_lock:
             self._cache.clear()
+        if self._static is not None:
+            self._static.clear()
 
     def close(self) -> None:
         self.clear_cache()
+        if self._static is not None:
+            self._static.close()
 
     # -- internals --------------------------------------------------------------------------
     def _prefill(self, req: GenerationRequest, prefilled: dict[tuple[int, ...], _Row]) -> _Row:

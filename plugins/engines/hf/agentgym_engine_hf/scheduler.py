@@ -1,0 +1,404 @@
+"""The static decode mode's engine thread: continuous batching over the KV slots.
+
+Requests queue up (:meth:`StaticDecoder.submit`, or a whole ``generate`` call at once); one
+thread owns the device state and loops: every ``sync_every`` decode steps it reads the new
+tokens back (one transfer), checks stop strings, finishes the requests that are done (their
+slots park the episode's keys and values), and admits waiting requests into free slots, so a
+slot never idles until a whole batch drains. Requests admitted together are prefilled together.
+
+Anything that makes the static path unusable (an attention implementation it cannot mask, a
+self-check against a plain forward that disagrees, a CUDA graph that fails to capture or to
+match the eager step) switches the engine to its plain path for good, with one warning, and
+the requests in flight start over there: never a wrong token.
+"""
+from __future__ import annotations
+
+import contextlib
+import logging
+import threading
+import time
+from collections import deque
+from collections.abc import Iterator
+from concurrent.futures import Future
+from dataclasses import dataclass, field
+from typing import Any
+
+import torch
+
+from agentgym_core.engine import GenerationRequest, GenerationResult
+
+from .engine import _eval_mode, _hits_stop
+from .graphs import CudaBackend, GraphFailure, StepGraphs, batch_bucket, length_bucket
+from .sampling import mode_of, seed_words
+from .slots import SlotTable
+from .static import MASK_FORMATS, SlotKV, StepState, decode_step, forward_slots, prefill
+
+log = logging.getLogger("agentgym.engine.hf")
+
+#: Padded tokens one prefill forward may run.
+PREFILL_TOKENS = 4096
+#: First slot capacity (positions); buffers double as longer requests arrive.
+FIRST_CAPACITY = 256
+
+
+class StaticUnusable(RuntimeError):
+    """The static path cannot run this model; the message says why."""
+
+
+@dataclass
+class _Job:
+    request: GenerationRequest
+    future: Future
+    prompt: list[int]
+    stop_ids: list[int]
+    seed: int
+    tokens: list[int] = field(default_factory=list)
+    logprobs: list[float] = field(default_factory=list)
+    prefill: int = 0
+    read: int = 0  # tokens copied back from the device ring
+    released: bool = False
+
+
+class StaticDecoder:
+    """The static decode mode of one :class:`~agentgym_engine_hf.engine.HFEngine`."""
+
+    def __init__(self, engine: Any, *, slots: int, slot_tokens: int, sync_every: int, cuda_graphs: bool) -> None:
+        self.engine = engine
+        self.model = engine.model
+        config = self.model.config.get_text_config() if hasattr(self.model.config, "get_text_config") else self.model.config
+        self.layers = int(config.num_hidden_layers)
+        cuda = engine.device.type == "cuda"
+        self.sync_every = sync_every or (16 if cuda else 1)
+        limit = slot_tokens or int(getattr(config, "max_position_embeddings", 0) or 8192)
+        self.kv = SlotKV(slots, min(FIRST_CAPACITY, limit + 1), limit + 1)
+        self.table = SlotTable(slots, max_cached=engine.max_cached_episodes, share_prefixes=engine.share_prefixes,
+                               min_shared=engine.MIN_SHARED_PREFIX, candidates=engine.PREFIX_CANDIDATES)
+        self._config = config
+        #: Makes the graph backend (None: the step runs eagerly); tests put a CPU stand-in here.
+        self.backend_factory = CudaBackend if cuda_graphs and cuda else None
+        self.state: StepState | None = None
+        self.graphs: StepGraphs | None = None
+        self.impl = str(getattr(self.model.config, "_attn_implementation", None) or "eager")
+        #: Why the static path was given up (None: it runs).
+        self.broken: str | None = None
+        self.cpu_seconds = 0.0  # CPU time of the engine thread
+        self.steps = 0
+        self._queue: deque[_Job] = deque()
+        self._commands: list[tuple[str, Any]] = []
+        self._cv = threading.Condition()
+        self._busy = threading.Lock()
+        self._thread: threading.Thread | None = None
+        self._closing = False
+        self._weights: tuple[int, ...] = ()
+        self._cpu_mark = 0.0
+
+    # -- any thread -----------------------------------------------------------------------------
+    def submit(self, requests: list[GenerationRequest]) -> list[Future]:
+        """Queue *requests* together (admitted in this order); one future per request."""
+        jobs = [self._job(r) for r in requests]
+        with self._cv:
+            if self._closing:
+                raise RuntimeError("the engine is closed")
+            self._queue.extend(jobs)
+            if self._thread is None:
+                self._thread = threading.Thread(target=self._run, name="agentgym-hf-static", daemon=True)
+                self._thread.start()
+            self._cv.notify()
+        return [j.future for j in jobs]
+
+    def generate(self, requests: list[GenerationRequest]) -> list[GenerationResult]:
+        return [f.result() for f in self.submit(requests)]
+
+    def release(self, key: str) -> None:
+        """Never blocks (rollout calls it from its event loop); applied before the next admission."""
+        self._command("release", key)
+
+    def clear(self) -> None:
+        self._command("clear", None)
+
+    @contextlib.contextmanager
+    def idle(self) -> Iterator[None]:
+        """Hold the engine thread between busy periods (to change the weights under it)."""
+        with self._busy:
+            yield
+
+    def close(self) -> None:
+        with self._cv:
+            self._closing = True
+            self._cv.notify()
+        if self._thread is not None and self._thread is not threading.current_thread():
+            self._thread.join(timeout=60)
+
+    def _command(self, name: str, arg: Any) -> None:
+        with self._cv:
+            self._commands.append((name, arg))
+            self._cv.notify()
+
+    def _job(self, req: GenerationRequest) -> _Job:
+        if not req.prompt_ids:
+            raise ValueError("GenerationRequest.prompt_ids is empty")
+        if req.params.max_new_tokens < 1:
+            raise ValueError(f"max_new_tokens must be >= 1, got {req.params.max_new_tokens}")
+        seed = req.params.seed if req.params.seed is not None else self.engine._rng.getrandbits(63)
+        stops = sorted(self.engine._eos_ids | frozenset(req.params.stop_token_ids))
+        return _Job(req, Future(), list(req.prompt_ids), stops, int(seed))
+
+    # -- the engine thread ----------------------------------------------------------------------
+    def _run(self) -> None:
+        while True:
+            with self._cv:
+                while not (self._queue or self._commands or self._closing):
+                    self._cv.wait()
+                if self._closing:
+                    self._fail(self._take_queue(), RuntimeError("the engine was closed"))
+                    return
+            with self._busy:
+                self._cpu_mark = time.thread_time()
+                try:
+                    if self.broken is None:
+                        try:
+                            self._run_static()
+                        except (StaticUnusable, GraphFailure) as exc:
+                            self._fall_back(str(exc))
+                    if self.broken is not None:
+                        self._run_plain()
+                except BaseException as exc:  # noqa: BLE001 - every waiting request learns of it
+                    jobs = [s.job for s in self.table.busy()] + self._take_queue()
+                    for s in self.table.busy():
+                        s.job, s.ids, s.key = None, [], None
+                    if self.state is not None:
+                        self.state.active.zero_()
+                    self._fail(jobs, exc)
+                finally:
+                    self._count_cpu()
+
+    def _run_static(self) -> None:
+        with torch.no_grad(), _eval_mode(self.model):
+            if self.state is None:
+                self._setup()
+            weights = tuple(p.data_ptr() for p in self.model.parameters())
+            if weights != self._weights:  # graphs point at the old tensors
+                self.graphs.reset()
+                self._weights = weights
+            while True:
+                self._sync()
+                if not self.table.busy():
+                    with self._cv:
+                        if not self._queue and not self._commands:
+                            return
+                    continue
+                self._steps()
+
+    def _run_plain(self) -> None:
+        while True:
+            with self._cv:
+                self._commands = []  # the plain path keeps its own cache (engine.release clears it)
+                jobs = [self._queue.popleft() for _ in range(min(len(self._queue), self.engine.max_batch_size))]
+            jobs = [j for j in jobs if j.future.running() or j.future.set_running_or_notify_cancel()]
+            if not jobs:
+                if self._queue:
+                    continue
+                return
+            try:
+                results = self.engine._generate_plain([j.request for j in jobs])
+            except BaseException as exc:  # noqa: BLE001
+                self._fail(jobs, exc)
+                continue
+            for job, res in zip(jobs, results):
+                job.future.set_result(res)
+
+    def _fall_back(self, reason: str) -> None:
+        """Give up the static path: warn once; requests in flight start over on the plain path."""
+        self.broken = reason
+        log.warning("engine.decode=static: %s; using the plain decode path from now on", reason)
+        restart = [s.job for s in self.table.busy()]
+        for s in self.table.slots:
+            s.job, s.ids, s.key = None, [], None
+        self.table.spilled.clear()
+        self.state = self.graphs = None
+        self.kv.layers = []
+        with self._cv:
+            self._queue.extendleft(reversed(restart))
+
+    def _count_cpu(self) -> None:
+        now = time.thread_time()
+        self.cpu_seconds += now - self._cpu_mark
+        self._cpu_mark = now
+
+    def _take_queue(self) -> list[_Job]:
+        with self._cv:
+            jobs, self._queue = list(self._queue), deque()
+        return jobs
+
+    @staticmethod
+    def _fail(jobs: list[_Job], exc: BaseException) -> None:
+        for job in jobs:
+            if not job.future.done():
+                job.future.set_exception(exc)
+
+    # -- setting up: a self-check against the plain forward ------------------------------------
+    def _setup(self) -> None:
+        config = self._config
+        if self.impl not in MASK_FORMATS:
+            raise StaticUnusable(f"the model's attention implementation {self.impl!r} takes no per-row mask "
+                                 f"(static decode runs with {' or '.join(MASK_FORMATS)})")
+        window = getattr(config, "sliding_window", None) if getattr(config, "use_sliding_window", True) is not False else None
+        kinds = set(getattr(config, "layer_types", None) or ()) - {"full_attention"}
+        if kinds or (window and window < self.kv.max_capacity - 1):
+            raise StaticUnusable(f"the model has {'/'.join(sorted(kinds)) or 'sliding-window'} attention layers, "
+                                 "which the static KV slots do not implement")
+        try:
+            logits = self._self_check()
+        except StaticUnusable:
+            raise
+        except Exception as exc:  # noqa: BLE001 - the model does not run this way: say how it failed
+            raise StaticUnusable(f"its self-check failed: {type(exc).__name__}: {exc}") from exc
+        self.state = StepState(len(self.table.slots), logits.shape[-1], self.sync_every, 8, self.engine.device)
+        self.graphs = StepGraphs(self.backend_factory() if self.backend_factory else None, self.state)
+
+    def _self_check(self) -> torch.Tensor:
+        """Prefill half a probe sequence into slot 0 and decode the rest beside an idle row; the
+        log-probs must match one plain forward pass over the whole sequence."""
+        device, kv = self.engine.device, self.kv
+        probe = list(self.engine.tokenizer("A probe: the static slots must give what a plain forward pass gives.",
+                                           add_special_tokens=False)["input_ids"])[:12]
+        ids = torch.tensor([probe], device=device)
+        want = torch.log_softmax(self.model(input_ids=ids).logits[0].float(), dim=-1)
+        half = len(probe) // 2
+        run = dict(model=self.model, cache_arg=self.engine._cache_arg, kv=kv, layers=self.layers, impl=self.impl)
+        got = [forward_slots(**run, ids=ids[:, :half], positions=torch.arange(half, device=device)[None],
+                             write=torch.arange(half, device=device)[None], valid=torch.ones(1, half, dtype=torch.bool, device=device),
+                             length=half, rows=torch.zeros(1, dtype=torch.int64, device=device))[0]]
+        for p in range(half, len(probe)):
+            got.append(forward_slots(**run, ids=torch.tensor([[probe[p]], [0]], device=device),
+                                     positions=torch.tensor([[p], [0]], device=device),
+                                     write=torch.tensor([[p], [kv.scratch]], device=device),
+                                     valid=torch.tensor([[True], [False]], device=device), length=p + 1)[0])
+        err = float((torch.log_softmax(torch.stack(got), dim=-1) - want[half - 1:]).abs().max())
+        tol = 1e-3 if kv.layers[0][0].dtype == torch.float32 else 0.15
+        if not err <= tol:
+            raise StaticUnusable(f"its self-check differs from a plain forward pass by {err:.3g} (tolerance {tol})")
+        return got[0]
+
+    # -- a sync point: read back, finish, admit --------------------------------------------------
+    def _sync(self) -> None:
+        st = self.state
+        busy, done, stopped = self.table.busy(), [], []
+        if busy:
+            n = max(s.index for s in busy) + 1
+            count, active = st.count[:n].tolist(), st.active[:n].tolist()
+            tokens, logprobs = st.ring_tokens[:n].tolist(), st.ring_logprobs[:n].tolist()
+            for slot in busy:
+                job, i = slot.job, slot.index
+                finish = self._read(job, tokens[i], logprobs[i], count[i])
+                if finish is None and not active[i]:
+                    raise RuntimeError(f"slot {i} stopped on the device but not on the host (engine bug)")
+                if finish is not None:
+                    done.append((slot, finish))
+                    if active[i]:
+                        stopped.append(i)
+            if stopped:  # a stop string: the device would go on
+                st.active[torch.tensor(stopped, device=st.active.device)] = False
+            self._count_cpu()  # up to date before anyone learns a request is done
+            for slot, finish in done:
+                job = slot.job
+                key = job.request.cache_key
+                self.table.finish(slot, job.prompt + job.tokens, keep=key is not None and not job.released)
+                job.future.set_result(GenerationResult(token_ids=job.tokens, logprobs=job.logprobs,
+                                                       finish_reason=finish, prefill_tokens=job.prefill))
+        with self._cv:  # commands and arrivals together: a release sent before a request applies first
+            commands, self._commands = self._commands, []
+            waiting, self._queue = list(self._queue), deque()
+        for name, arg in commands:
+            if name == "release":
+                self.table.release(arg)
+            else:
+                self.table.clear()
+        if waiting:
+            left = self._admit(waiting)
+            with self._cv:
+                self._queue.extendleft(reversed(left))
+
+    def _read(self, job: _Job, tokens: list[int], logprobs: list[float], count: int) -> str | None:
+        """Take a row's new tokens from the ring, stopping where the plain path would: a stop
+        id, a stop string (the tokens after it are dropped), or max_new_tokens."""
+        params, stops = job.request.params, job.request.params.stop_strings
+        finish = None
+        for t in range(job.read, count):
+            token = tokens[t % self.sync_every]
+            job.tokens.append(token)
+            job.logprobs.append(logprobs[t % self.sync_every])
+            if token in job.stop_ids or stops and _hits_stop(self.engine.tokenizer, job.tokens, stops):
+                finish = "stop"
+            elif len(job.tokens) >= params.max_new_tokens:
+                finish = "length"
+            if finish:
+                break
+        job.read = count
+        return finish
+
+    def _admit(self, jobs: list[_Job]) -> list[_Job]:
+        """Admit what fits (returns the rest): plan slots, prefill round by round, arm the rows."""
+        st, fits = self.state, []
+        for job in jobs:
+            if not job.future.running() and not job.future.set_running_or_notify_cancel():
+                continue  # cancelled while waiting
+            try:
+                if self.kv.ensure(len(job.prompt) + job.request.params.max_new_tokens):
+                    self.graphs.reset()
+            except ValueError as exc:
+                job.future.set_exception(exc)
+                continue
+            fits.append(job)
+        plans, left = self.table.admit(fits, self.kv)
+        if not plans:
+            return left
+        run = dict(model=self.model, cache_arg=self.engine._cache_arg, kv=self.kv, layers=self.layers, impl=self.impl, st=st)
+        for r in range(max(p.round for p in plans) + 1):
+            for p in plans:
+                if p.round == r and p.source is not None:
+                    self.kv.copy(p.source.slot, p.slot, p.reuse)
+                    if p.twin:
+                        st.logits[p.slot] = st.logits[p.source.slot]
+            rows = [(p.slot, p.job.prompt[p.reuse:], p.reuse) for p in plans if p.round == r and not p.twin]
+            if rows:
+                prefill(**run, rows=rows, budget=PREFILL_TOKENS)
+        width = max(len(p.job.stop_ids) for p in plans)
+        if width > st.stop_ids.shape[1]:
+            st.widen_stops(width)
+            self.graphs.reset()
+        dev = st.pos.device
+        idx = torch.tensor([p.slot for p in plans], device=dev)
+        params = [p.job.request.params for p in plans]
+        words = [seed_words(p.job.seed) for p in plans]
+        st.pos[idx] = torch.tensor([len(p.job.prompt) for p in plans], device=dev)
+        st.count[idx] = 0
+        st.max_new[idx] = torch.tensor([q.max_new_tokens for q in params], device=dev)
+        st.temperature[idx] = torch.tensor([float(q.temperature) for q in params], device=dev)
+        st.top_p[idx] = torch.tensor([float(q.top_p) for q in params], device=dev)
+        st.seed_lo[idx] = torch.tensor([w[0] for w in words], device=dev)
+        st.seed_hi[idx] = torch.tensor([w[1] for w in words], device=dev)
+        st.stop_ids[idx] = torch.tensor([p.job.stop_ids + [-1] * (st.stop_ids.shape[1] - len(p.job.stop_ids))
+                                         for p in plans], device=dev)
+        st.active[idx] = True
+        for p in plans:
+            p.job.prefill = 0 if p.twin else len(p.job.prompt) - p.reuse
+        return left
+
+    # -- decoding ---------------------------------------------------------------------------------
+    def _steps(self) -> None:
+        """Up to ``sync_every`` decode steps over the busy slots (fewer when every row hits
+        max_new_tokens sooner)."""
+        busy = self.table.busy()
+        jobs = [s.job for s in busy]
+        batch = batch_bucket(max(s.index for s in busy) + 1, len(self.table.slots))
+        mode = mode_of([j.request.params.temperature for j in jobs], [j.request.params.top_p for j in jobs])
+        steps = min(self.sync_every, max(j.request.params.max_new_tokens - j.read for j in jobs))
+        top = max(len(j.prompt) + j.read for j in jobs)  # the highest position written next
+        run = dict(model=self.model, cache_arg=self.engine._cache_arg, kv=self.kv, layers=self.layers, impl=self.impl,
+                   st=self.state, batch=batch, mode=mode)
+        for k in range(steps):
+            length = length_bucket(top + k + 1, self.kv.capacity, self.graphs.active)
+            key = (batch, length, mode, self.kv.version, self.state.stop_ids.shape[1])
+            self.graphs.run(key, lambda may_sync, length=length: decode_step(**run, length=length, may_sync=may_sync), batch)
+            self.steps += 1
