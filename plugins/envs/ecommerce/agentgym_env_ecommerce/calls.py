@@ -100,7 +100,7 @@ def parse_call(action: str) -> Call:
         raise CallError(f"unknown tool {head.group(1)!r}.{hint} Tools: "
                         + "; ".join(t.signature() for t in TOOLS.values()))
     tool = TOOLS[name]
-    rest = text[head.end():]
+    rest = text[head.end():].split("\n", 1)[0]  # one line: what a model writes after the call is not part of it
     inner = rest[:rest.rfind(")")] if ")" in rest else rest
     args = _bind(tool, *_arguments(tool, inner))
     return Call(tool.name, args)

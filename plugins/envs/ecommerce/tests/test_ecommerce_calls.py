@@ -16,6 +16,7 @@ from agentgym_env_ecommerce.env import ECommerceServiceEnv
     ('Thought: check it\nAction: `get_order(order_id: "#W1001")`', Call("get_order", {"order_id": "#W1001"})),
     ('respond("Hi (there)!")', Call("respond", {"message": "Hi (there)!"})),
     ('I will look it up. get_order(order_id="#W1001")', Call("get_order", {"order_id": "#W1001"})),
+    ('respond("Hi!")\nObservation: Customer: (made up)', Call("respond", {"message": "Hi!"})),
     ("respond('I can't do that')", Call("respond", {"message": "I can't do that"})),
     ("respond(message=Sorry, which order?)", Call("respond", {"message": "Sorry, which order?"})),
     ('find_customer("ava@example.com")', Call("find_customer", {"email": "ava@example.com"})),
