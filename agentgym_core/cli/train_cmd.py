@@ -14,17 +14,29 @@ import click
               help="Continue the run in RUN_DIR from its latest checkpoint (uses RUN_DIR/config.yaml).")
 @click.option("--num-processes", "num_processes", type=int, default=1, show_default=True,
               help="Training processes on this machine (accelerate; CPU uses gloo).")
+@click.option("--seeds", default=None, metavar="0,1,2",
+              help="Train one run per seed, named <run.name>-s<seed> (ranges: 0-4); a summary table at the end.")
+@click.option("--sweep", "sweeps", multiple=True, metavar="KEY=V1,V2",
+              help="Also train every value of KEY (repeatable: every combination), e.g. trainer.lr=1e-3,3e-4.")
+@click.option("--jobs", default=1, show_default=True, type=click.IntRange(min=1),
+              help="With --seeds/--sweep: runs at a time (each then logs to <output_dir>/<run>.log).")
 @click.argument("overrides", nargs=-1)
-def train(files: tuple[str, ...], resume: str | None, num_processes: int, overrides: tuple[str, ...]) -> None:
+def train(files: tuple[str, ...], resume: str | None, num_processes: int, seeds: str | None,
+          sweeps: tuple[str, ...], jobs: int, overrides: tuple[str, ...]) -> None:
     """Train an agent with RL: rollout, rewards, advantages, update, checkpoints in runs/<name>/.
 
     OVERRIDES are dotlist keys such as trainer.lr=1e-5 scheduler.rounds=[6,13,20].
+    With --seeds or --sweep, the runs are trained one after another, each in its own directory.
     """
     from agentgym_core.errors import ConfigError
 
     if num_processes < 1:
         raise ConfigError(f"--num-processes must be >= 1, got {num_processes}")
-    if num_processes > 1 and "LOCAL_RANK" not in os.environ:
+    if jobs > 1 and not (seeds or sweeps):
+        raise ConfigError("--jobs runs the runs of --seeds/--sweep side by side; give --seeds or --sweep too")
+    if (seeds or sweeps) and resume:
+        raise ConfigError("--seeds/--sweep start new runs and --resume continues one; resume each run on its own")
+    if num_processes > 1 and "LOCAL_RANK" not in os.environ and not (seeds or sweeps):
         sys.exit(_launch(num_processes))
     from agentgym_core.config import build_component, load_config
     from agentgym_core.plugins import get_plugin_manager
@@ -42,6 +54,19 @@ def train(files: tuple[str, ...], resume: str | None, num_processes: int, overri
         files = (saved, *files)
     elif not files and not overrides:
         raise ConfigError("agentgym train needs -c CONFIG (e.g. configs/quickstart.yaml) or --resume RUN_DIR")
+    if seeds or sweeps:
+        from agentgym_core.sweep import parse_seeds, run_sweep
+
+        extra = ["--num-processes", str(num_processes)] if num_processes > 1 else []
+        rows = run_sweep(files, overrides, parse_seeds(seeds) if seeds else None, sweeps, manager,
+                         jobs=jobs, extra_args=extra, echo=click.echo)
+        failed = [r["run"] for r in rows if r["status"] != "ok"]
+        if failed:
+            from agentgym_core.errors import AgentGymError
+
+            raise AgentGymError(f"{len(failed)} of {len(rows)} sweep runs did not finish: {', '.join(failed)} "
+                                "(their output is above)")
+        return
     cfg = load_config(list(files), overrides, manager=manager)
     trainer = build_component(manager, "trainers", cfg.trainer, cfg, manager, resume=resume)
     trainer.fit()
