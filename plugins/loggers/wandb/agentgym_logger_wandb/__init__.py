@@ -1,0 +1,1 @@
+"""Weights & Biases logging for AgentGym training runs (lifecycle hooks; wandb imported lazily)."""
