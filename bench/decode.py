@@ -26,9 +26,10 @@ import time
 from datetime import datetime, timezone
 from pathlib import Path
 
-TOPICS = ["the sea", "a mountain village", "how bread is made", "the history of clocks", "a robot that paints",
-          "winter in the city", "a lost key", "the moon landing", "a small garden", "trains at night",
-          "a quiet library", "learning to swim", "an old map", "the first snow", "a market at dawn", "a lighthouse"]
+TOPICS = [f"{what} {where}" for where in ("at sea", "in a mountain village", "in the city")
+          for what in ("a storm", "a robot that paints", "a lost key", "an old map", "a market at dawn", "a lighthouse",
+                       "learning to swim", "the first snow", "a quiet library", "trains at night", "a small garden",
+                       "a bakery", "a broken clock", "a festival", "a letter from a friend", "a long walk")]
 
 
 def _requests(tok, kind: str, n: int, new_tokens: int):
@@ -39,7 +40,8 @@ def _requests(tok, kind: str, n: int, new_tokens: int):
     for i in range(n):
         topic = TOPICS[i % len(TOPICS)]
         if kind == "fixed":
-            ids = tok(f"Chapter {i + 1}. A long story about {topic}, told slowly. It begins", add_special_tokens=False)["input_ids"]
+            ids = tok(f"Chapter {i + 1}. A long story about {topic}, told slowly. It begins",
+                      add_special_tokens=False)["input_ids"]
         else:
             ids = tok.apply_chat_template([{"role": "user", "content": f"In one or two sentences, what do you think of {topic}?"}],
                                           add_generation_prompt=True)

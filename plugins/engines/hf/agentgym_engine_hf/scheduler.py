@@ -83,6 +83,7 @@ class StaticDecoder:
         self.broken: str | None = None
         self.cpu_seconds = 0.0  # CPU time of the engine thread
         self.steps = 0
+        self.row_steps = 0  # rows the decode steps ran over (busy or not), summed
         self._queue: deque[_Job] = deque()
         self._commands: list[tuple[str, Any]] = []
         self._cv = threading.Condition()
@@ -123,11 +124,20 @@ class StaticDecoder:
             yield
 
     def close(self) -> None:
+        """Stop the engine thread and free the slots (a later request starts both again)."""
         with self._cv:
             self._closing = True
             self._cv.notify()
-        if self._thread is not None and self._thread is not threading.current_thread():
-            self._thread.join(timeout=60)
+            thread = self._thread
+        if thread is not None and thread is not threading.current_thread():
+            thread.join(timeout=60)
+        with self._busy, self._cv:
+            self._closing, self._thread = False, None
+            self.state = self.graphs = None
+            self.kv.layers = []
+            for slot in self.table.slots:
+                slot.ids, slot.key = [], None
+            self.table.spilled.clear()
 
     def _command(self, name: str, arg: Any) -> None:
         with self._cv:
@@ -318,6 +328,18 @@ class StaticDecoder:
             left = self._admit(waiting)
             with self._cv:
                 self._queue.extendleft(reversed(left))
+        self._compact()
+
+    def _compact(self) -> None:
+        """Fill holes below the highest busy slot with the highest busy rows (a copy of their
+        keys/values so far), so a step covers only as many rows as are busy."""
+        moves = self.table.compact()
+        if not moves:
+            return
+        for src, dst in moves:
+            self.kv.copy(src.index, dst.index, len(dst.job.prompt) + dst.job.read)
+        dev = self.state.pos.device
+        self.state.move(torch.tensor([s.index for s, _ in moves], device=dev), torch.tensor([d.index for _, d in moves], device=dev))
 
     def _read(self, job: _Job, tokens: list[int], logprobs: list[float], count: int) -> str | None:
         """Take a row's new tokens from the ring, stopping where the plain path would: a stop
@@ -391,7 +413,8 @@ class StaticDecoder:
         max_new_tokens sooner)."""
         busy = self.table.busy()
         jobs = [s.job for s in busy]
-        batch = batch_bucket(max(s.index for s in busy) + 1, len(self.table.slots))
+        rows = max(s.index for s in busy) + 1
+        batch = batch_bucket(rows, len(self.table.slots)) if self.graphs.active else rows  # eager: no shapes to reuse
         mode = mode_of([j.request.params.temperature for j in jobs], [j.request.params.top_p for j in jobs])
         steps = min(self.sync_every, max(j.request.params.max_new_tokens - j.read for j in jobs))
         top = max(len(j.prompt) + j.read for j in jobs)  # the highest position written next
@@ -402,3 +425,4 @@ class StaticDecoder:
             key = (batch, length, mode, self.kv.version, self.state.stop_ids.shape[1])
             self.graphs.run(key, lambda may_sync, length=length: decode_step(**run, length=length, may_sync=may_sync), batch)
             self.steps += 1
+            self.row_steps += batch

@@ -144,6 +144,20 @@ class SlotTable:
                 best, donor = n, cand
         return best, donor
 
+    def compact(self) -> list[tuple[Slot, Slot]]:
+        """Move the highest busy rows down into free slots below them, so a decode step runs
+        over fewer rows; returns ``(from, to)`` pairs (the caller moves keys/values and state)."""
+        moves = []
+        free = [s for s in self.slots if s.job is None and s.key is None]
+        busy = sorted(self.busy(), key=lambda s: -s.index)
+        for src, dst in zip(busy, free):
+            if dst.index > src.index:
+                break
+            dst.ids, dst.job, dst.key, dst.tick = src.ids, src.job, src.key, src.tick
+            src.job, src.key = None, None  # keeps its ids: the prompt's keys/values are still there
+            moves.append((src, dst))
+        return moves
+
     # -- after decoding -----------------------------------------------------------------------
     def finish(self, slot: Slot, ids: list[int], keep: bool) -> None:
         """*slot*'s request is done and its keys/values hold *ids*: park its episode if *keep*."""

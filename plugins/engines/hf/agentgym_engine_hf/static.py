@@ -167,6 +167,14 @@ class StepState:
         #: False turns every row idle: a step then changes nothing but scratch (graph warm-up).
         self.enabled = torch.ones(1, dtype=torch.bool, device=device)
 
+    def move(self, src: torch.Tensor, dst: torch.Tensor) -> None:
+        """Rows *src* continue as rows *dst* (the rows *src* go idle)."""
+        for name in ("pos", "count", "max_new", "active", "temperature", "top_p", "seed_lo", "seed_hi", "stop_ids",
+                     "logits", "ring_tokens", "ring_logprobs"):
+            t = getattr(self, name)
+            t[dst] = t[src]
+        self.active[src] = False
+
     def widen_stops(self, width: int) -> None:
         if width > self.stop_ids.shape[1]:
             pad = torch.full((self.stop_ids.shape[0], width - self.stop_ids.shape[1]), -1, dtype=torch.int64,

@@ -141,6 +141,18 @@ def test_a_request_submitted_while_a_long_one_decodes_finishes_first(hf_tokenize
     fast.close()
 
 
+def test_finished_rows_leave_the_decode_batch(hf_tokenizer, hf_tiny_model):
+    """The long request sits in the last slot; once the short ones end it moves down (keys and
+    values copied), and the steps run over one row instead of four."""
+    fast = static(hf_tiny_model, hf_tokenizer)
+    reqs = [GenerationRequest(list(range(100 + 10 * i, 112 + 10 * i)), SamplingParams(max_new_tokens=30 if i == 3 else 2,
+                              temperature=0.0)) for i in range(4)]
+    got = fast.generate(reqs)
+    assert [r.token_ids for r in got] == [r.token_ids for r in HFEngine(hf_tiny_model, hf_tokenizer).generate(reqs)]
+    assert fast._static.steps == 30 and fast._static.row_steps < 4 * 2 + 30
+    fast.close()
+
+
 def test_update_weights_is_seen_and_stale_slots_dropped(hf_tokenizer, tmp_path):
     from agentgym_hf.loading import tiny_random_model
 
