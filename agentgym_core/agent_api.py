@@ -9,13 +9,15 @@ The model is loaded on first use through the configured engine plugin (``hf`` by
 """
 from __future__ import annotations
 
+import dataclasses
 import functools
 import inspect
 import sys
-from pathlib import Path
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, Callable, Optional
 
+from .assembly import local_parts
 from .env.base import BaseEnv
 from .errors import AgentGymError
 
@@ -30,24 +32,6 @@ class Reply:
 
     def __str__(self) -> str:
         return self.action if self.action is not None else self.text
-
-
-class _Borrowed(BaseEnv):
-    """Lends a caller's env instance to one episode without closing it."""
-
-    def __init__(self, env: BaseEnv) -> None:
-        self.env = env
-        self.instruction = env.instruction  # type: ignore[misc]
-        self.action_format = env.action_format  # type: ignore[misc]
-
-    def reset(self, *, task_id: int | None = None, seed: int | None = None) -> str:
-        return self.env.reset(task_id=task_id, seed=seed)
-
-    def step(self, action: str) -> tuple[str, float, bool, dict]:
-        return self.env.step(action)
-
-    def splits(self) -> Any:
-        return self.env.splits()
 
 
 def _remember_given(init: Callable[..., None]) -> Callable[..., None]:
@@ -118,22 +102,29 @@ class LLMAgent:
 
     def infer(
         self,
-        observation_or_env: Any,
+        observation_or_env: Any = None,
         *,
         instruction: Optional[str] = None,
         action_format: Optional[str] = None,
-        task_id: int = 0,
+        task_id: Optional[int] = None,
         max_turns: Optional[int] = None,
     ) -> Any:
         """A :class:`Reply` to an observation string, or the :class:`Trajectory` of one episode of an env.
 
-        An env is a ``BaseEnv`` instance or subclass, or the name of a registered env. After
-        :meth:`train`, the name of the trained env plays it in the run's setup: its ``env``
-        options (levels, brief, ...), ``agent`` and ``rollout`` sections, ``model.max_context``
-        and chat template, and the scheduler's final horizon; *instruction*, *action_format*
-        and *max_turns* given here still win, and decoding stays this agent's (greedy by
-        default). Other envs, and any env before training, use their own defaults.
+        An env is a ``BaseEnv`` instance or subclass, or the name of a registered env; with no
+        argument after :meth:`train`, the trained env. After training, the trained env plays in
+        the run's setup: its ``env`` options (levels, brief, ...), ``agent`` and ``rollout``
+        sections, ``model.max_context`` and chat template, and the scheduler's final horizon;
+        *instruction*, *action_format* and *max_turns* given here still win, and decoding stays
+        this agent's (greedy by default). Other envs, and any env before training, use their own
+        defaults. *task_id* defaults to the env's first held-out task (its ``test`` split, else
+        the first split).
         """
+        if observation_or_env is None:
+            if self.trained_config is None:
+                raise AgentGymError("infer() needs an observation string, an env or an env name "
+                                    "(with no argument it plays the env of the last train(), and nothing was trained)")
+            observation_or_env = self.trained_config.env.name
         if isinstance(observation_or_env, str) and not _is_env_name(observation_or_env):
             return self._reply(observation_or_env, instruction or "", action_format or self.action_format or "free")
         return self._episode(observation_or_env, instruction, action_format, task_id, max_turns)
@@ -162,7 +153,7 @@ class LLMAgent:
                 cfg = self.train_config(env, method, manager=manager, **{**options, "run_name": name})
         trainer = build_component(manager, "trainers", cfg.trainer, cfg, manager)
         metrics = trainer.fit()
-        ckpt = getattr(trainer, "rd", None) and trainer.rd.latest_checkpoint()
+        ckpt = trainer.run_dir.latest_checkpoint() if getattr(trainer, "run_dir", None) is not None else None
         if ckpt is not None:  # act with the trained policy from now on
             self.close()
             self.base_model = str(ckpt)
@@ -267,55 +258,57 @@ class LLMAgent:
         action, error = parse_action(content, fmt)
         return Reply(text=content, action=action, parse_error=error)
 
-    def _episode(self, env: Any, instruction: Optional[str], fmt: Optional[str], task_id: int,
+    def _episode(self, env: Any, instruction: Optional[str], fmt: Optional[str], task_id: Optional[int],
                  max_turns: Optional[int]) -> Any:
-        from .env.pool import LocalEnvPool
         from .rollout.runner import run_rollout
 
-        run = self.trained_config if isinstance(env, str) and self._trained_on(env) else None
-        if run is not None:  # the setup it was trained in (see infer)
-            from .env.launcher import split_env_config
-            from .env.serving import resolve_env
-            from .evaluation import final_horizon
-
-            cls, _ = resolve_env(env)
-            name, factory = env, functools.partial(cls, **split_env_config(run.env)[1])
-            agent_cfg, rollout_cfg = _plain(run.agent), _plain(run.rollout)
-            max_turns = max_turns or final_horizon(_build(None, "schedulers", run.scheduler))
-            max_context, chat_template = run.model.max_context, run.model.chat_template
-        elif isinstance(env, str):
-            from .env.serving import resolve_env
-
-            cls, _ = resolve_env(env)
-            name, factory = env, cls
-        elif isinstance(env, type) and issubclass(env, BaseEnv):
-            name, factory = env.__name__, env
-        elif isinstance(env, BaseEnv):
-            borrowed = _Borrowed(env)
-            name, factory = type(env).__name__, (lambda: borrowed)
+        if isinstance(env, str) and self._trained_on(env):  # the setup it was trained in (see infer)
+            parts = self._trained_parts()
+            max_turns = max_turns or self._final_horizon()
         else:
-            raise AgentGymError(f"infer() takes an observation string, a BaseEnv or an env name, not {type(env).__name__}")
-        if run is None:
-            agent_cfg = {"system_prompt": self.system_prompt, "action_format": self.action_format}
-            rollout_cfg = {"max_new_tokens": self.max_new_tokens, "max_episode_tokens": self.max_context}
+            if isinstance(env, str):
+                from .env.serving import resolve_env
+
+                target, name = resolve_env(env)[0], env
+            elif (isinstance(env, type) and issubclass(env, BaseEnv)) or isinstance(env, BaseEnv):
+                target, name = env, (env.__name__ if isinstance(env, type) else type(env).__name__)
+            else:
+                raise AgentGymError(
+                    f"infer() takes an observation string, a BaseEnv or an env name, not {type(env).__name__}")
+            parts = local_parts(self.engine, target, name=name, system_prompt=self.system_prompt,
+                                action_format=self.action_format, max_new_tokens=self.max_new_tokens,
+                                max_episode_tokens=self.max_context, max_context=self.max_context,
+                                chat_template=self.chat_template)
             max_turns = max_turns or self.max_turns
-            max_context, chat_template = self.max_context, self.chat_template
-        if fmt:
-            agent_cfg["action_format"] = fmt  # the rollout reads the agent section's format first
-        pool = LocalEnvPool(factory, name=name)
-        probe = factory()
+        parts.agent = parts.agent.replace(temperature=self.temperature, seed=self.seed,
+                                          **({"action_format": fmt} if fmt else {}))
+        if instruction is not None:
+            parts.env = dataclasses.replace(parts.env, instruction=instruction)
+        if task_id is None:
+            splits = parts.env.splits
+            first = splits.get("test") or next((ids for ids in splits.values() if len(ids)), None)
+            task_id = first[0] if first else 0
         try:
-            default_instruction, default_format = probe.instruction, probe.action_format
+            return run_rollout(parts, [(task_id, 0)], max_turns=max_turns)[0]
         finally:
-            probe.close()
-        trajectories = run_rollout(
-            self.engine, pool, [(task_id, 0)], max_turns=max_turns,
-            instruction=instruction if instruction is not None else default_instruction,
-            action_format=agent_cfg.get("action_format") or default_format,
-            agent_cfg=agent_cfg, rollout_cfg=rollout_cfg, temperature=self.temperature, seed=self.seed,
-            max_context=max_context, chat_template=chat_template, env_name=name,
-        )
-        return trajectories[0]
+            import asyncio
+
+            asyncio.run(parts.pool.aclose())
+
+    def _trained_parts(self) -> Any:
+        """Parts for playing the trained env in-process, in the run's setup, with this agent's engine."""
+        import asyncio
+
+        from .assembly import assemble
+
+        parts = asyncio.run(assemble(self.trained_config, local=True))  # an in-process pool: usable from any loop
+        parts.engine, parts.owns_engine = self.engine, False
+        return parts
+
+    def _final_horizon(self) -> int:
+        from .evaluation import final_horizon
+
+        return final_horizon(_build(None, "schedulers", self.trained_config.scheduler))
 
     def _trained_on(self, env: str) -> bool:
         return self.trained_config is not None and self.trained_config.env.name == env
@@ -331,12 +324,6 @@ def _nested(items: dict[str, Any]) -> dict[str, Any]:
             node = node.setdefault(part, {})
         node[last] = value
     return out
-
-
-def _plain(section: Any) -> dict[str, Any]:
-    from omegaconf import OmegaConf
-
-    return dict(OmegaConf.to_container(section, resolve=True))
 
 
 def _build(manager: Any, kind: str, section: Any) -> Any:

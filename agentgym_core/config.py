@@ -177,10 +177,10 @@ def _validate_section(path: str, spec: SectionSpec, section: Any, manager: Any, 
     name = section.get("name", spec.default_name)
     if name is None or name == "???":
         raise ConfigError(f"config key '{path}.name' is required: which {spec.kind[:-1]} to use")
-    frame_fields = {f.name for f in dataclasses.fields(spec.dataclass)}
-    frame_part = {k: v for k, v in section.items() if k in frame_fields}
-    frame_part["name"] = name
-    rest = OmegaConf.create({k: section[k] for k in section if k not in frame_fields})
+    core_keys = {f.name for f in dataclasses.fields(spec.dataclass)}
+    core_part = {k: v for k, v in section.items() if k in core_keys}
+    core_part["name"] = name
+    rest = OmegaConf.create({k: section[k] for k in section if k not in core_keys})
     if spec.kind == "backends" and name == "auto":
         comp_cls = None
     else:
@@ -196,7 +196,7 @@ def _validate_section(path: str, spec: SectionSpec, section: Any, manager: Any, 
             comp_cls = entry.config_class()
         except AgentGymError as exc:
             raise ConfigError(f"config key '{path}.name' ({name!r}): {exc}") from exc
-    valid = frame_fields | ({f.name for f in dataclasses.fields(comp_cls)} if comp_cls else set())
+    valid = core_keys | ({f.name for f in dataclasses.fields(comp_cls)} if comp_cls else set())
     unknown = [str(key) for key in rest if comp_cls is None or key not in valid]
     if len(unknown) == 1:
         raise ConfigError(
@@ -210,7 +210,7 @@ def _validate_section(path: str, spec: SectionSpec, section: Any, manager: Any, 
             f"to the {spec.kind[:-1]} the file was written for, remove them when switching to {name!r}. Valid keys "
             f"under {path}: {', '.join(sorted(valid))}"
         )
-    result = _check(path, spec.dataclass, OmegaConf.create(frame_part))
+    result = _check(path, spec.dataclass, OmegaConf.create(core_part))
     if comp_cls is not None:
         result.update(_check(path, comp_cls, rest))
     result["name"] = name
@@ -292,11 +292,11 @@ def check_options(what: str, cls: type | None, options: dict[str, Any]) -> None:
 
 
 def component_options(cfg_section: Any, kind: str, manager: Any) -> dict[str, Any]:
-    """The keyword options for building the component a section selects (frame keys removed)."""
+    """The keyword options for building the component a section selects (core's keys removed)."""
     spec = next(s for s in SECTIONS.values() if s.kind == kind)
     data = OmegaConf.to_container(cfg_section, resolve=True) if not isinstance(cfg_section, dict) else dict(cfg_section)
-    frame = {f.name for f in dataclasses.fields(spec.dataclass)}
-    return {k: v for k, v in data.items() if k not in frame}
+    core_keys = {f.name for f in dataclasses.fields(spec.dataclass)}
+    return {k: v for k, v in data.items() if k not in core_keys}
 
 
 def build_component(manager: Any, kind: str, cfg_section: Any, *args: Any, **extra: Any) -> Any:

@@ -241,15 +241,16 @@ class EvalPlan:
     #: Said to the user when k > 1 turned greedy decoding into sampling; None otherwise.
     notice: str | None = None
 
-    def meta(self, *, model: str, env: str, env_info: Mapping[str, Any] | None = None) -> dict[str, Any]:
+    def meta(self, *, model: str, env: Any) -> dict[str, Any]:
         """The ``meta`` fields of the summary besides tasks/max_turns/temperature (set by :func:`evaluate`).
 
-        *env_info* (the pool's ``info()``) adds which installed env plugin played the episodes,
-        e.g. ``"env_plugin": "agentgym-env-babyai 0.1.0"``, so results can be traced to its version.
+        *env* (an :class:`~agentgym_core.env.spec.EnvSpec`) adds which installed env plugin played
+        the episodes, e.g. ``"env_plugin": "agentgym-env-babyai 0.1.0"``, so results can be traced
+        to its version.
         """
-        out = {"model": str(model), "env": env, "split": self.split, "k": self.k}
-        if env_info and env_info.get("distribution"):
-            out["env_plugin"] = " ".join(str(x) for x in (env_info["distribution"], env_info.get("version")) if x)
+        out = {"model": str(model), "env": env.name, "split": self.split, "k": self.k}
+        if env.plugin:
+            out["env_plugin"] = env.plugin
         return out
 
 
@@ -312,47 +313,56 @@ def eval_tasks(task_ids: Sequence[int], k: int) -> list[tuple[int, int]]:
     return [(int(tid), group) for group, tid in enumerate(task_ids) for _ in range(k)]
 
 
-async def evaluate(
-    engine: Any,
-    pool: Any,
-    task_ids: Sequence[int],
-    *,
-    k: int,
-    max_turns: int,
-    instruction: str,
-    action_format: str,
-    agent_cfg: Any,
-    rollout_cfg: Any,
-    categories: Categories = None,
-    temperature: float | None = None,
-    step: int = 0,
-    dump_path: Any = None,
-    meta: Mapping[str, Any] | None = None,
-    **rollout_options: Any,
-) -> tuple[dict[str, Any], list[Any]]:
-    """Run *k* episodes of every task in *task_ids* and summarize them.
+async def evaluate(parts: Any, plan: EvalPlan, *, model: str, step: int = 0, dump_path: Any = None,
+                   label: str | None = "eval") -> tuple[dict[str, Any], list[Any]]:
+    """Run *plan* with *parts* (a :class:`~agentgym_core.assembly.RunParts`): ``plan.k`` episodes
+    of ``plan.tasks`` task ids spread over ``plan.split``, then summarize them per category.
 
-    Returns ``(summary, trajectories)``. *temperature* overrides the rollout's (greedy
-    evaluation: 0.0); *dump_path* writes the episodes as JSONL for the viewer and report;
-    *meta* adds to the summary's ``meta`` (:meth:`EvalPlan.meta`); other keywords (``seed``, ``max_context``, ``chat_template``, ``env_name``) go to ``rollout``.
+    The one evaluation ``agentgym eval`` and the trainer's ``eval/before|after.json`` both run:
+    the task ids and categories come from the env's description (``parts.env``), never from a
+    split's size. Returns ``(summary, trajectories)``; *model* names what was evaluated in the
+    summary's ``meta``; *dump_path* writes the episodes as JSONL for the viewer and report.
+    Progress goes to stderr as ``<label>: 12/16 episodes, 5 succeeded (41 s)`` (None: silent).
     """
     from agentgym_core.rollout.runner import rollout
 
-    trajectories = await rollout(
-        engine,
-        pool,
-        eval_tasks(task_ids, k),
-        max_turns=max_turns,
-        instruction=instruction,
-        action_format=action_format,
-        agent_cfg=agent_cfg,
-        rollout_cfg=rollout_cfg,
-        step=step,
-        temperature=temperature,
-        dump_path=dump_path,
-        **rollout_options,
-    )
-    summary = summarize(trajectories, k=k, categories=categories)
-    summary["meta"] = {"tasks": len(task_ids), "max_turns": max_turns, "temperature": temperature, **(meta or {})}
+    ids = select_tasks(parts.env.ids(plan.split), plan.tasks)
+    say = ProgressLine(label) if label else None
+    trajectories = await rollout(parts, eval_tasks(ids, plan.k), max_turns=plan.max_turns, step=step,
+                                 temperature=plan.temperature, dump_path=dump_path,
+                                 progress=say.update if say else None)
+    if say is not None:
+        say.close(sum(bool(t.success) for t in trajectories))
+    summary = summarize(trajectories, k=plan.k, categories=parts.env.categories_of(ids))
+    summary["meta"] = {"tasks": len(ids), "max_turns": plan.max_turns, "temperature": plan.temperature,
+                       **plan.meta(model=model, env=parts.env)}
     return summary, trajectories
 
+
+class ProgressLine:
+    """``eval before: 12/16 episodes (41 s)`` on stderr, rewritten in place on a terminal and
+    printed at most every 10 s otherwise (logs stay short); the last line says what succeeded."""
+
+    def __init__(self, label: str, every: float = 10.0) -> None:
+        import sys
+        import time
+
+        self.label, self.every, self.clock = label, every, time.monotonic
+        self.start = self.last = self.clock()
+        self.stream = sys.stderr
+        self.tty = bool(getattr(sys.stderr, "isatty", lambda: False)())
+        self.done = self.total = 0
+
+    def update(self, done: int, total: int) -> None:
+        self.done, self.total = done, total
+        now = self.clock()
+        if self.tty:
+            self.stream.write(f"\r{self.label}: {done}/{total} episodes ({now - self.start:.0f} s)")
+            self.stream.flush()
+        elif now - self.last >= self.every and done < total:
+            self.last = now
+            print(f"{self.label}: {done}/{total} episodes ({now - self.start:.0f} s)", file=self.stream, flush=True)
+
+    def close(self, succeeded: int) -> None:
+        line = f"{self.label}: {self.total} episodes, {succeeded} succeeded ({self.clock() - self.start:.0f} s)"
+        print(("\r" if self.tty else "") + line, file=self.stream, flush=True)

@@ -78,14 +78,27 @@ def register_engines(registry: Any) -> None:
     """
 
 
+@hookspec
+def register_commands(registry: Any) -> None:
+    """Register ``agentgym`` CLI commands (simonw/llm's ``register_commands``, as import strings).
+
+    :param registry: the commands registry; call ``registry.add("view", "pkg.cli:view",
+        description="one line for --help")`` where the target is a ``click.Command``. Core's own
+        commands (``train``, ``eval``, ...) come through this hook too; the command module is
+        imported only when the command runs (or ``agentgym NAME --help`` is asked for).
+    Fires once when the plugin manager is built. Returns nothing.
+    """
+
+
 # -- lifecycle (loggers and callbacks) ----------------------------------------------------
 @hookspec
-def on_run_start(run_dir: str, config: Any) -> None:
+def on_run_start(run_dir: str, config: Any, main: bool) -> None:
     """A training run is about to start (its before/after evaluations run inside it;
     ``agentgym eval`` alone fires no lifecycle hook).
 
     :param run_dir: the run directory (``runs/<name>``), already created.
     :param config: the resolved run config (an OmegaConf ``DictConfig``, read-only).
+    :param main: True on the main process (the one that writes the run directory).
     Fires once per process, after components are built and before the first rollout.
     Returns nothing.
     """
@@ -125,12 +138,13 @@ def on_checkpoint(step: int, path: str, run_dir: str) -> None:
 
 
 @hookspec
-def on_run_end(run_dir: str, metrics: dict, status: str) -> None:
+def on_run_end(run_dir: str, metrics: dict, status: str, main: bool) -> None:
     """A run ended.
 
     :param run_dir: the run directory.
     :param metrics: the final metrics (last step's, plus evaluation results if any).
     :param status: ``"completed"``, ``"interrupted"`` or ``"failed"``.
+    :param main: True on the main process (the one that writes the run directory).
     Fires once per process, also when the run fails or is interrupted. Returns nothing.
     """
 
@@ -142,5 +156,6 @@ REGISTRATION_HOOKS = {
     "backends": "register_backends",
     "trainers": "register_trainers",
     "engines": "register_engines",
+    "commands": "register_commands",
 }
 LIFECYCLE_HOOKS = ("on_run_start", "on_rollout_end", "on_step_end", "on_checkpoint", "on_run_end")

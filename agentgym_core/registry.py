@@ -12,7 +12,7 @@ from typing import Any
 from .errors import ComponentImportError, DuplicateNameError, UnknownNameError, did_you_mean
 
 #: The plugin kinds, in the order the CLI lists them.
-KINDS = ("envs", "rewards", "schedulers", "backends", "trainers", "engines")
+KINDS = ("envs", "rewards", "schedulers", "backends", "trainers", "engines", "commands")
 
 #: Singular noun per kind, for messages ("unknown env 'x'").
 SINGULAR = {
@@ -22,6 +22,7 @@ SINGULAR = {
     "backends": "backend",
     "trainers": "trainer",
     "engines": "engine",
+    "commands": "command",
 }
 
 #: Which distribution usually provides a name, so an unknown-name error can say what to install.
@@ -48,6 +49,7 @@ KNOWN_PROVIDERS = {
         "normalize": "agentgym-reward-shaping",
     },
     "backends": {"cuda": "agentgym-backend-accel", "npu": "agentgym-backend-accel"},
+    "commands": {"view": "agentgym-inspect", "report": "agentgym-inspect", "compare": "agentgym-inspect"},
 }
 
 
@@ -59,9 +61,8 @@ def _provider_hint(noun: str, name: str, kind: str, provider: str) -> str:
     try:
         metadata.version(provider)
     except metadata.PackageNotFoundError:
-        folder = f"plugins/{kind}/{provider.rsplit('-', 1)[-1]}"
         return (f"{noun.capitalize()} {name!r} is provided by the distribution {provider!r}, which is not installed: "
-                f"pip install -e {folder} (from the AgentGym checkout).")
+                f"{install_command(provider, kind)}.")
     switches = [f"{var}={os.environ[var]!r}" for var in ("AGENTGYM_DISABLE_PLUGINS", "AGENTGYM_LOAD_PLUGINS")
                 if var in os.environ]
     if switches:
@@ -69,6 +70,19 @@ def _provider_hint(noun: str, name: str, kind: str, provider: str) -> str:
                 f"because of {' and '.join(switches)}: change that setting.")
     return (f"{noun.capitalize()} {name!r} is provided by {provider!r}, which is installed but not loaded "
             "(did its plugin fail to import? see `agentgym plugins`).")
+
+
+def install_command(distribution: str, kind: str | None = None) -> str:
+    """How to install an AgentGym distribution: ``pip install agentgym-env-babyai``, plus the
+    checkout's folder when this core runs from a source checkout that has it."""
+    from pathlib import Path
+
+    command = f"pip install {distribution}"
+    root = Path(__file__).resolve().parent.parent
+    folder = root / "plugins" / (kind or "") / distribution.rsplit("-", 1)[-1] if kind else None
+    if folder is not None and (folder / "pyproject.toml").is_file():
+        command += f" (from this checkout: pip install -e {folder.relative_to(root)})"
+    return command
 
 
 def import_string(target: str) -> Any:
@@ -234,6 +248,10 @@ class Registry:
 
     def entries(self) -> list[Entry]:
         return [self._entries[n] for n in self.names()]
+
+    def in_order(self) -> list[Entry]:
+        """Entries in the order they were registered (core's first, then plugins by name)."""
+        return list(self._entries.values())
 
     def __contains__(self, name: object) -> bool:
         return name in self._entries

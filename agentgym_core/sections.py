@@ -2,8 +2,8 @@
 
 A run config has these top-level sections. ``env``, ``engine``, ``scheduler``, ``backend``,
 ``trainer`` and each item of ``rewards`` select a registered component by ``name``; their
-other keys are the component's ``Config`` fields, next to the *frame* fields below that
-core itself uses (e.g. how many env servers to launch).
+other keys are the component's ``Config`` fields, next to the *core keys* below that core
+itself reads (``name``; for env, e.g. how many env servers to launch).
 """
 from __future__ import annotations
 
@@ -148,9 +148,11 @@ class EvalSection:
         check_range("eval.temperature", self.temperature, ge=0, note="0: greedy")
 
 
-# -- frames of the component sections -----------------------------------------------------
+# -- the core keys of the sections that select a component ---------------------------------
 @dataclass
-class EnvFrame:
+class EnvCoreKeys:
+    """The keys of the ``env`` section core reads (the rest are the env's own options)."""
+
     name: str = "???"
     #: Server processes to launch for this env (ignored when ``urls`` is set).
     servers: int = 1
@@ -177,12 +179,16 @@ class EnvFrame:
 
 
 @dataclass
-class NameFrame:
+class ComponentCoreKeys:
+    """``name``: the one key core reads in ``engine``, ``scheduler``, ``backend`` and ``trainer``."""
+
     name: str = "???"
 
 
 @dataclass
-class RewardFrame:
+class RewardCoreKeys:
+    """``name`` and ``weight`` of one item of the ``rewards`` list."""
+
     name: str = "???"
     weight: float = 1.0
 
@@ -207,12 +213,12 @@ SECTIONS: dict[str, SectionSpec] = {
     "agent": SectionSpec(AgentSection),
     "rollout": SectionSpec(RolloutSection),
     "eval": SectionSpec(EvalSection),
-    "env": SectionSpec(EnvFrame, kind="envs"),
-    "engine": SectionSpec(NameFrame, kind="engines", default_name="hf"),
-    "scheduler": SectionSpec(NameFrame, kind="schedulers", default_name="fixed"),
-    "backend": SectionSpec(NameFrame, kind="backends", default_name="auto"),
-    "trainer": SectionSpec(NameFrame, kind="trainers", default_name="rl"),
-    "rewards": SectionSpec(RewardFrame, kind="rewards", is_list=True),
+    "env": SectionSpec(EnvCoreKeys, kind="envs"),
+    "engine": SectionSpec(ComponentCoreKeys, kind="engines", default_name="hf"),
+    "scheduler": SectionSpec(ComponentCoreKeys, kind="schedulers", default_name="fixed"),
+    "backend": SectionSpec(ComponentCoreKeys, kind="backends", default_name="auto"),
+    "trainer": SectionSpec(ComponentCoreKeys, kind="trainers", default_name="rl"),
+    "rewards": SectionSpec(RewardCoreKeys, kind="rewards", is_list=True),
 }
 
 DEFAULT_REWARDS: list[dict[str, Any]] = [{"name": "success", "weight": 1.0}]

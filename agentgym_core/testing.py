@@ -17,7 +17,7 @@ import importlib.util
 import math
 import sys
 import types
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -256,3 +256,52 @@ def load_script(path: str | Any, name: str) -> types.ModuleType:
     spec.loader.exec_module(module)
     return module
 
+
+
+class ScriptedEngine:
+    """An engine that answers from a script instead of a model, for tests of agents, envs and rollout.
+
+    *replies* is a list of texts used in turn (the last one repeats) or a function of
+    ``(prompt_text, call_number)``. Each reply is encoded with *tokenizer* and ends with
+    *end_ids* (default: the tokenizer's EOS, ``<|im_end|>`` for ChatML models), with log-prob
+    *logprob* per token. Every prompt is kept in :attr:`prompts` (token ids).
+    """
+
+    shares_weights = False
+
+    def __init__(self, tokenizer: Any, replies: Sequence[str] | Callable[[str, int], str] = ("done",), *,
+                 end_ids: Sequence[int] | None = None, logprob: float = -1.0) -> None:
+        self._tokenizer = tokenizer
+        self.replies = replies
+        eos = tokenizer.eos_token_id
+        self.end_ids = list(end_ids) if end_ids is not None else ([eos] if isinstance(eos, int) else [])
+        self.logprob = logprob
+        self.prompts: list[list[int]] = []
+
+    @property
+    def tokenizer(self) -> Any:
+        return self._tokenizer
+
+    def generate(self, requests: list[Any]) -> list[Any]:
+        from .engine import GenerationResult
+
+        out = []
+        for request in requests:
+            self.prompts.append(list(request.prompt_ids))
+            n = len(self.prompts)
+            if callable(self.replies):
+                text = self.replies(self._tokenizer.decode(request.prompt_ids), n)
+            else:
+                text = self.replies[min(n, len(self.replies)) - 1]
+            ids = self._tokenizer.encode(text, add_special_tokens=False) + self.end_ids
+            out.append(GenerationResult(ids, [self.logprob] * len(ids), "stop", len(request.prompt_ids)))
+        return out
+
+    def update_weights(self, source: Any) -> None:
+        pass
+
+    def release(self, cache_key: str) -> None:
+        pass
+
+    def close(self) -> None:
+        pass

@@ -19,8 +19,8 @@ from pathlib import Path
 import httpx
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from agentgym_core.viewer.sample import write_sample_run
-from agentgym_core.viewer.server import BackgroundViewer
+from agentgym_inspect.viewer.sample import write_sample_run
+from agentgym_inspect.viewer.server import BackgroundViewer
 
 
 def timed(fn, runs: int = 5) -> tuple[float, object]:

@@ -39,6 +39,7 @@ def main() -> int:
     import torch
     from agentgym_engine_hf.engine import HFEngine
 
+    from agentgym_core.assembly import AgentSettings, RunParts
     from agentgym_core.engine import GenerationRequest, SamplingParams
     from agentgym_core.env.launcher import open_env_pool
     from agentgym_core.rollout.runner import rollout
@@ -52,14 +53,11 @@ def main() -> int:
     async def play():
         pool = open_env_pool({"name": args.env}, manager, local=not args.servers)
         try:
-            info = await pool.info()
+            agent = AgentSettings(max_new_tokens=args.max_new_tokens, temperature=1.0, concurrency=args.episodes)
+            parts = RunParts(pool=pool, env=await pool.spec(args.env), agent=agent, engine=engine, owns_engine=False)
             stats: dict = {}
-            trajs = await rollout(
-                engine, pool, [(i, i) for i in range(args.episodes)], max_turns=args.turns,
-                instruction=info["instruction"], action_format=info["action_format"],
-                rollout_cfg={"max_new_tokens": args.max_new_tokens, "temperature": 1.0,
-                             "concurrency": args.episodes}, seed=0, stats=stats, env_name=args.env,
-            )
+            trajs = await rollout(parts, [(i, i) for i in range(args.episodes)], max_turns=args.turns, seed=0,
+                                  stats=stats)
             return trajs, stats
         finally:
             await pool.aclose()

@@ -100,6 +100,7 @@ def main() -> int:
     from agentgym_engine_hf.engine import HFEngine
     from agentgym_hf.loading import load_tokenizer, tiny_random_model
 
+    from agentgym_core.assembly import AgentSettings, RunParts
     from agentgym_core.env.launcher import open_env_pool
     from agentgym_core.plugins import get_plugin_manager
     from agentgym_core.rollout.runner import rollout
@@ -115,14 +116,12 @@ def main() -> int:
                           max_cached_episodes=0 if series == "no-reuse" else 256, share_prefixes=series != "no-reuse")
         pool = open_env_pool({"name": "babyai", "levels": ["GoToLocal"], "brief": True}, manager, local=True)
         try:
-            info = await pool.info()
+            agent = AgentSettings(action_format="free", history_window=2 if series == "window" else 0,
+                                  max_new_tokens=args.max_new_tokens, temperature=1.0, concurrency=args.episodes,
+                                  max_episode_tokens=1_000_000)
+            parts = RunParts(pool=pool, env=await pool.spec("babyai"), agent=agent, engine=engine)
             stats: dict = {}
-            trajs = await rollout(engine, pool, [(i, i) for i in range(args.episodes)], max_turns=turns,
-                                  instruction=info["instruction"], action_format="free",
-                                  agent_cfg={"history_window": 2 if series == "window" else 0},
-                                  rollout_cfg={"max_new_tokens": args.max_new_tokens, "temperature": 1.0,
-                                               "concurrency": args.episodes, "max_episode_tokens": 1_000_000},
-                                  seed=0, stats=stats, env_name="babyai")
+            trajs = await rollout(parts, [(i, i) for i in range(args.episodes)], max_turns=turns, seed=0, stats=stats)
             # new tokens x the context they attend over: the attention work of the rollout
             decoded = sum((t.end - t.start) * (t.prompt_tokens + (t.end - t.start) / 2) for tr in trajs for t in tr.turns)
             prefilled = sum(t.prefill_tokens * (t.prompt_tokens - t.prefill_tokens / 2) for tr in trajs for t in tr.turns)

@@ -64,11 +64,15 @@ def serve(name: str, host: str, port: int, max_sessions: int, token: str | None,
 def play(name: str, task_id: int | None, options_json: str | None) -> None:
     """Play env NAME (a registered name or module:Class) in the terminal, one action per line."""
     from agentgym_core.env.serving import env_factory
+    from agentgym_core.env.spec import EnvSpec
 
     factory, _ = env_factory(name, _options(options_json))
     with factory() as instance:
+        spec = EnvSpec.from_env(instance, name=name)
         if task_id is None:
-            task_id = instance.splits()["train"][0]
+            task_id = spec.ids("train")[0] if "train" in spec.splits else next(iter(spec.splits.values()))[0]
+        else:
+            spec.check_task(task_id)  # an id outside every split is not a task of this env
         click.secho(f"# {name}, task {task_id}", bold=True)
         if instance.instruction:
             click.echo(instance.instruction.strip())

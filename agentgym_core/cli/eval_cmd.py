@@ -20,11 +20,11 @@ from agentgym_core.errors import AgentGymError
 def resolve_model(model: str) -> tuple[str, Path | None]:
     """``(model path, run dir)``: a run directory means its latest checkpoint."""
     from agentgym_core.models import BUNDLED, is_alias
-    from agentgym_core.runs import Run, is_run_dir
+    from agentgym_core.rundir import RunDir, is_run_dir
 
     if is_run_dir(model):
-        run = Run(model)
-        return str(run.latest_checkpoint()), run.path
+        run = RunDir(model)
+        return str(run.require_checkpoint()), run.path
     path = Path(model).expanduser()
     if not is_alias(model) and not path.exists():
         from agentgym_core.errors import did_you_mean
@@ -49,7 +49,7 @@ def config_file_hint(arg: str) -> str:
 
 def comparison_inputs(items: tuple[str, ...]) -> dict[str, dict[str, Any]]:
     """``{column name: summary}`` from run dirs (their ``eval/*.json``) and summary JSON files."""
-    from agentgym_core.runs import Run, is_run_dir, load_summary
+    from agentgym_core.rundir import RunDir, is_run_dir, load_summary
 
     out: dict[str, dict[str, Any]] = {}
     for item in items:
@@ -57,7 +57,7 @@ def comparison_inputs(items: tuple[str, ...]) -> dict[str, dict[str, Any]]:
         if p.is_dir():
             if not is_run_dir(p) and not (p / "eval").is_dir():
                 raise AgentGymError(f"--compare: {item!r} is neither a run directory nor an eval JSON file")
-            evals = Run(p).eval_results()
+            evals = RunDir(p).eval_results()
             if not evals:
                 raise AgentGymError(
                     f"--compare: run {item!r} has no evaluation (eval/*.json); run `agentgym eval --model {item}` first"
@@ -81,74 +81,18 @@ def _latest(evals: dict[str, Any]) -> str:
     return "after" if "after" in evals else list(evals)[-1]
 
 
-def split_and_categories(pool: Any, info: dict[str, Any], env_cfg: Any, split: str, tasks: int,
-                         manager: Any) -> tuple[list[int], dict[int, str | None] | None]:
-    """The evaluated task ids of *split* (*tasks* spread over it, 0: all) and their categories.
-
-    A local pool describes itself; for env servers a local instance is built when the env
-    is installed here (for ``category``), else the ids come from the servers' ``/info``.
-    """
-    from agentgym_core.env.launcher import split_env_config
-    from agentgym_core.env.serving import resolve_env
-    from agentgym_core.evaluation import select_tasks
-
-    probe, owned = (pool.describer(), False) if hasattr(pool, "describer") else (None, True)
-    if probe is None:
-        try:
-            cls, _ = resolve_env(env_cfg.name, manager)
-            probe = cls(**split_env_config(env_cfg, manager)[1])
-        except Exception:
-            probe = None
-    try:
-        ranges = info.get("split_ranges") or {}
-        if probe is not None:
-            splits = probe.splits()
-            if split not in splits:
-                raise AgentGymError(f"env {env_cfg.name!r} has no split {split!r}; it has: {', '.join(splits)}")
-            ids = list(splits[split])
-        elif ranges.get(split):
-            ids = list(range(*ranges[split]))
-        else:
-            raise AgentGymError(
-                f"env {env_cfg.name!r} does not list the task ids of split {split!r} "
-                f"(splits: {', '.join(info.get('splits') or {}) or 'none'}); install the env plugin here or pass --local"
-            )
-        ids = select_tasks(ids, tasks)
-        if probe is None:
-            return ids, None
-        cats = {tid: probe.category(tid) for tid in ids}
-        return ids, (cats if any(c is not None for c in cats.values()) else None)
-    finally:
-        if probe is not None and owned:
-            probe.close()
-
-
 async def _evaluate(cfg: Any, model_path: str, plan: Any, *, local: bool, manager: Any,
                     dump_path: Path | None) -> tuple[dict, list]:
-    from agentgym_core.config import build_component
-    from agentgym_core.env.launcher import open_env_pool
+    from agentgym_core.assembly import assemble
     from agentgym_core.evaluation import evaluate
 
-    pool = open_env_pool(cfg.env, manager, local=local)
-    engine = None
+    parts = await assemble(cfg, manager, local=local)
     try:
-        info = await pool.info()
-        ids, categories = split_and_categories(pool, info, cfg.env, plan.split, plan.tasks, manager)
-        engine = build_component(manager, "engines", cfg.engine, model_path,
-                                 dtype=cfg.model.dtype, chat_template=cfg.model.chat_template)
-        action_format = info.get("action_format", "react")  # the env's; rollout applies agent.action_format
-        summary, trajectories = await evaluate(
-            engine, pool, ids, k=plan.k, max_turns=plan.max_turns, instruction=info.get("instruction", ""),
-            action_format=action_format, agent_cfg=cfg.agent, rollout_cfg=cfg.rollout,
-            categories=categories, temperature=plan.temperature, dump_path=dump_path, seed=cfg.run.seed,
-            max_context=cfg.model.max_context, chat_template=cfg.model.chat_template, env_name=cfg.env.name,
-            meta=plan.meta(model=model_path, env=cfg.env.name, env_info=info),
-        )
+        parts.env.ids(plan.split)  # an unknown split fails before the model loads
+        parts.load_engine(model_path)
+        return await evaluate(parts, plan, model=model_path, dump_path=dump_path)
     finally:
-        if engine is not None:
-            engine.close()
-        await pool.aclose()
-    return summary, trajectories
+        await parts.aclose()
 
 
 def checkpoint_scheduler(cfg: Any, manager: Any, model_path: str) -> Any:

@@ -1,63 +1,56 @@
-"""Entry point of ``agentgym``. Kept import-light: ``agentgym --help`` loads no plugin.
+"""Entry point of ``agentgym``. Kept import-light: ``agentgym --help`` imports no command module.
 
-Each subcommand is an import string, loaded only when invoked (or listed by ``--help``).
-A command module that is not present (a later feature) is simply not listed.
+The commands are what the ``register_commands`` hook registered, as import strings: core's
+(``train``, ``eval``, ...) through its internal plugin, others from plugins (``view``,
+``report`` and ``compare`` come from ``agentgym-inspect``). A command's module is imported only
+when it runs or its help is asked for.
 """
 from __future__ import annotations
 
 import importlib
 import os
 import sys
+from typing import Any
 
 import click
 
 from agentgym_core import __version__
 
-#: name -> "module:attribute" of a click command. Ordered as ``--help`` shows them.
-COMMANDS = {
-    "plugins": "agentgym_core.cli.plugins_cmd:plugins",
-    "list": "agentgym_core.cli.plugins_cmd:list_components",
-    "config": "agentgym_core.cli.config_cmd:config",
-    "new": "agentgym_core.cli.new_cmd:new",
-    "env": "agentgym_core.cli.env_cmd:env",
-    "rollout": "agentgym_core.cli.rollout_cmd:rollout",
-    "train": "agentgym_core.cli.train_cmd:train",
-    "eval": "agentgym_core.cli.eval_cmd:eval_",
-    "report": "agentgym_core.cli.report_cmd:report",
-    "view": "agentgym_core.cli.view_cmd:view",
-}
 
-SHORT_HELP = {
-    "plugins": "List installed plugins and what each registered.",
-    "list": "List registered components of one kind.",
-    "config": "Compose and inspect run configs.",
-    "new": "Create a new plugin package from the template.",
-    "env": "Serve or play an environment.",
-    "rollout": "Play episodes with a model and report success and speed.",
-    "train": "Train an agent with RL from a config.",
-    "eval": "Evaluate a model on an env's test split.",
-    "report": "Write an HTML/Markdown report of a run.",
-    "view": "Browse a run's episodes in a local web page.",
-}
+def _commands(*, warn: bool) -> tuple[Any, Exception | None]:
+    """The commands registry, and the error of a plugin that failed to load. Such a plugin leaves
+    core's commands usable (``agentgym plugins`` says what is wrong), so ``--help`` never breaks;
+    with *warn*, the error is said as a warning."""
+    from agentgym_core.errors import PluginLoadError
+    from agentgym_core.plugins import get_plugin_manager
 
-
-def _available(name: str) -> bool:
-    module = COMMANDS[name].partition(":")[0]
-    return importlib.util.find_spec(module) is not None
+    try:
+        return get_plugin_manager().registry("commands"), None
+    except PluginLoadError as exc:
+        if warn:
+            click.secho(f"warning: {exc}", fg="yellow", err=True)
+        return get_plugin_manager(entrypoints=False, fresh=True).registry("commands"), exc
 
 
 class LazyGroup(click.Group):
     def list_commands(self, ctx: click.Context) -> list[str]:
-        return [n for n in COMMANDS if _available(n)]
+        return [e.name for e in _commands(warn=False)[0].in_order()]
 
     def get_command(self, ctx: click.Context, name: str) -> click.Command | None:
-        if name not in COMMANDS or not _available(name):
-            return None
-        module_name, _, attr = COMMANDS[name].partition(":")
+        from agentgym_core.errors import UnknownNameError
+
+        registry, broken = _commands(warn=False)
+        try:
+            entry = registry.get(name)
+        except UnknownNameError as exc:  # did you mean, or which distribution provides it
+            if broken is not None:  # perhaps the broken plugin's command: its error says what to do
+                raise broken from None
+            raise click.UsageError(str(exc), ctx) from None
+        module_name, _, attr = entry.target.partition(":")
         return getattr(importlib.import_module(module_name), attr)
 
     def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
-        rows = [(n, SHORT_HELP.get(n, "")) for n in self.list_commands(ctx)]
+        rows = [(e.name, e.description) for e in _commands(warn=True)[0].in_order()]
         if rows:
             with formatter.section("Commands"):
                 formatter.write_dl(rows)

@@ -20,52 +20,32 @@ from agentgym_core.errors import AgentGymError
 async def play(cfg: Any, manager: Any, *, episodes: int, local: bool, max_turns: int | None,
                temperature: float | None, split: str, dump: str | None) -> tuple[list, dict]:
     """Run the episodes; return ``(trajectories, stats)``."""
-    from agentgym_core.config import build_component
-    from agentgym_core.env.launcher import open_env_pool
+    from agentgym_core.assembly import assemble
     from agentgym_core.rollout.runner import rollout
 
     if "env" not in cfg:
         raise AgentGymError("the config has no env section; add `env: {name: <env>}` or pass env.name=<env>")
-    horizon = max_turns or int(build_component(manager, "schedulers", cfg.scheduler).max_turns(0))
-    pool = open_env_pool(cfg.env, manager, local=local)
-    engine = None
+    parts = await assemble(cfg, manager, local=local)
     try:
-        info = await pool.info()
-        ids = _task_ids(pool, info, split, episodes)
-        engine = build_component(manager, "engines", cfg.engine, cfg.model.path,
-                                 dtype=cfg.model.dtype, chat_template=cfg.model.chat_template)
+        horizon = max_turns or int(parts.scheduler.max_turns(0))
+        split_ids = _split_ids(parts.env, split)
+        ids = [split_ids[i % len(split_ids)] for i in range(episodes)]
+        parts.load_engine(cfg.model.path)
         stats: dict[str, Any] = {}
-        trajectories = await rollout(
-            engine, pool, [(tid, i) for i, tid in enumerate(ids)],
-            max_turns=horizon, instruction=info.get("instruction", ""),
-            action_format=info.get("action_format", "react"),  # the env's; rollout applies agent.action_format
-            agent_cfg=cfg.agent, rollout_cfg=cfg.rollout, temperature=temperature, dump_path=dump,
-            seed=cfg.run.seed, max_context=cfg.model.max_context, chat_template=cfg.model.chat_template,
-            env_name=cfg.env.name, stats=stats,
-        )
+        trajectories = await rollout(parts, [(tid, i) for i, tid in enumerate(ids)], max_turns=horizon,
+                                     temperature=temperature, dump_path=dump, stats=stats)
     finally:
-        if engine is not None:
-            engine.close()
-        await pool.aclose()
+        await parts.aclose()
     stats["max_turns"] = horizon
     return trajectories, stats
 
 
-def _task_ids(pool: Any, info: dict[str, Any], split: str, n: int) -> list[int]:
-    local = hasattr(pool, "splits")
-    if local:
-        splits = {k: list(v) for k, v in pool.splits().items()}
-    else:
-        splits = {k: list(range(*r)) for k, r in (info.get("split_ranges") or {}).items() if r}
-    if split not in splits:
-        choices = " or ".join(f"--split {k}" for k in splits) or "--split train"
-        more = "" if local else ", or --local to describe the env in this process"
-        raise AgentGymError(
-            f"the env has no split {split!r} with listed task ids (it has: {', '.join(splits) or 'none'}); "
-            f"pass {choices}{more}"
-        )
-    ids = splits[split]
-    return [ids[i % len(ids)] for i in range(n)]
+def _split_ids(env: Any, split: str) -> Any:
+    if split not in env.splits or not len(env.splits[split]):
+        choices = " or ".join(f"--split {k}" for k in env.splits) or "--split train"
+        raise AgentGymError(f"env {env.name!r} has no split {split!r} with task ids (it has: "
+                            f"{', '.join(env.splits) or 'none'}); pass {choices}")
+    return env.splits[split]
 
 
 def summarize(trajectories: list, stats: dict[str, Any]) -> dict[str, Any]:

@@ -18,3 +18,22 @@ def register_rewards(registry):
 def register_backends(registry):
     registry.add("cpu", "agentgym_core.defaults.components:CPUBackend",
                  description="CPU, gloo process groups, bf16 where the CPU supports it")
+
+
+#: Core's commands, in the order ``agentgym --help`` lists them: (name, target, one line of help).
+COMMANDS = (
+    ("plugins", "agentgym_core.cli.plugins_cmd:plugins", "List installed plugins and what each registered."),
+    ("list", "agentgym_core.cli.plugins_cmd:list_components", "List registered components of one kind."),
+    ("config", "agentgym_core.cli.config_cmd:config", "Compose and inspect run configs."),
+    ("new", "agentgym_core.cli.new_cmd:new", "Create a new plugin package from the template."),
+    ("env", "agentgym_core.cli.env_cmd:env", "Serve or play an environment."),
+    ("rollout", "agentgym_core.cli.rollout_cmd:rollout", "Play episodes with a model and report success and speed."),
+    ("train", "agentgym_core.cli.train_cmd:train", "Train an agent with RL from a config."),
+    ("eval", "agentgym_core.cli.eval_cmd:eval_", "Evaluate a model on an env's test split."),
+)
+
+
+@hookimpl
+def register_commands(registry):
+    for name, target, description in COMMANDS:
+        registry.add(name, target, description=description)

@@ -1,5 +1,5 @@
 """Numbered steps and resets that concurrent episodes send to one env server in the same
-event-loop pass go out together as one ``POST /batch`` (see :class:`OpBatcher`)."""
+event-loop pass go out together as one ``POST /batch`` (see :class:`EnvCallBatcher`)."""
 from __future__ import annotations
 
 import asyncio
@@ -12,7 +12,7 @@ from .errors import EnvUnavailable
 MAX_BATCH = 256
 
 
-class OpBatcher:
+class EnvCallBatcher:
     """Per-server queues of ops (both safe to resend); each queue is flushed on the next loop pass.
 
     *send* ``(server, ops)`` returns one answer or exception per op, in order; an exception it

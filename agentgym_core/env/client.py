@@ -28,7 +28,7 @@ from tenacity import (
     wait_random,
 )
 
-from .batching import OpBatcher
+from .batching import EnvCallBatcher
 from .errors import (
     EnvAuthError,
     EnvRaised,
@@ -83,7 +83,7 @@ class HTTPEnvPool(EnvPool):
         self.fast_transport = fast_transport
         #: Send concurrent numbered steps and resets to the same server as one ``POST /batch`` (agentgym servers only).
         self.batch = batch
-        self._batcher = OpBatcher(self._send_chunk, lambda server: self.urls[server])
+        self._batcher = EnvCallBatcher(self._send_chunk, lambda server: self.urls[server])
         self.on_close = on_close
         self._load = [0] * len(self.urls)
         self._failed_at = [0.0] * len(self.urls)
@@ -321,6 +321,18 @@ class HTTPEnvPool(EnvPool):
         for server in self._order():
             try:
                 return await self._call(server, "GET", "/info", bound=min(self.unavailable_after, 5.0))
+            except EnvUnavailable as exc:
+                last = exc
+        assert last is not None
+        raise last
+
+    async def tasks(self) -> dict[str, Any] | None:
+        last: Exception | None = None
+        for server in self._order():
+            try:
+                return await self._call(server, "GET", "/tasks", bound=min(self.unavailable_after, 5.0))
+            except EnvSessionNotFound:  # 404: a server from before GET /tasks existed
+                return None
             except EnvUnavailable as exc:
                 last = exc
         assert last is not None

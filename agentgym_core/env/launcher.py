@@ -186,15 +186,15 @@ def _stop_all() -> None:
 
 # -- from a run config ---------------------------------------------------------------------------
 def split_env_config(env_cfg: Any, manager: Any = None) -> tuple[dict[str, Any], dict[str, Any]]:
-    """``(frame, options)`` of an ``env`` config section: core's keys, and the env's own keywords."""
+    """``(core keys, options)`` of an ``env`` config section: what core reads, and the env's own keywords."""
     from omegaconf import DictConfig, OmegaConf
 
-    from ..sections import EnvFrame
+    from ..sections import EnvCoreKeys
 
     data = OmegaConf.to_container(env_cfg, resolve=True) if isinstance(env_cfg, DictConfig) else dict(env_cfg)
-    names = {f.name for f in dataclasses.fields(EnvFrame)}
-    frame = dataclasses.asdict(EnvFrame(**{k: v for k, v in data.items() if k in names}))
-    return frame, {k: v for k, v in data.items() if k not in names}
+    names = {f.name for f in dataclasses.fields(EnvCoreKeys)}
+    core = dataclasses.asdict(EnvCoreKeys(**{k: v for k, v in data.items() if k in names}))
+    return core, {k: v for k, v in data.items() if k not in names}
 
 
 def open_env_pool(env_cfg: Any, manager: Any = None, local: bool = False) -> EnvPool:
@@ -203,8 +203,8 @@ def open_env_pool(env_cfg: Any, manager: Any = None, local: bool = False) -> Env
     ``local=True``: envs in this process (tests, quick runs). Else the servers in ``env.urls``,
     or ``env.servers`` freshly launched ones, which ``await pool.aclose()`` stops.
     """
-    frame, options = split_env_config(env_cfg, manager)
-    name = frame["name"]
+    core, options = split_env_config(env_cfg, manager)
+    name = core["name"]
     if local:
         from .serving import resolve_env
 
@@ -212,10 +212,10 @@ def open_env_pool(env_cfg: Any, manager: Any = None, local: bool = False) -> Env
         return LocalEnvPool(functools.partial(cls, **options), name=name, distribution=distribution)
     from .client import HTTPEnvPool
 
-    token = frame["token"] or os.environ.get("AGENTGYM_ENV_TOKEN") or None
-    client_args = {"token": token, "timeout": frame["timeout"], "unavailable_after": frame["unavailable_after"]}
-    if frame["urls"]:
-        return HTTPEnvPool(frame["urls"], **client_args)
-    launcher = EnvLauncher(name, servers=frame["servers"], options=options, token=token,
-                           max_sessions=frame["max_sessions"], ttl=frame.get("ttl", 600.0)).start()
+    token = core["token"] or os.environ.get("AGENTGYM_ENV_TOKEN") or None
+    client_args = {"token": token, "timeout": core["timeout"], "unavailable_after": core["unavailable_after"]}
+    if core["urls"]:
+        return HTTPEnvPool(core["urls"], **client_args)
+    launcher = EnvLauncher(name, servers=core["servers"], options=options, token=token,
+                           max_sessions=core["max_sessions"], ttl=core.get("ttl", 600.0)).start()
     return HTTPEnvPool(launcher.urls, on_close=launcher.stop, **client_args)

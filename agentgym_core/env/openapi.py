@@ -150,6 +150,18 @@ def openapi_schema(env_name: str, version: str | None = None) -> dict[str, Any]:
                                    "splits": {"type": "object", "additionalProperties": {"type": "integer"}},
                                    "categories": {"type": "object"}}})}, **_errors(401)},
             }},
+            "/tasks": {"get": {
+                "summary": "Task ids of every split (a list, or {range: [start, stop, step]}) and, per split with "
+                           "categories, each id's category (AgentGym extension).",
+                "responses": {"200": {"description": "OK", **_json({
+                    "type": "object", "required": ["splits"],
+                    "properties": {"splits": {"type": "object", "additionalProperties": {"oneOf": [
+                        {"type": "array", "items": {"type": "integer"}},
+                        {"type": "object", "required": ["range"], "properties": {"range": {
+                            "type": "array", "items": {"type": "integer"}, "minItems": 3, "maxItems": 3}}}]}},
+                        "categories": {"type": "object", "additionalProperties": {
+                            "type": "array", "items": {"type": "string", "nullable": True}}}}})}, **_errors(401)},
+            }},
             "/openapi.json": {"get": {
                 "summary": "This document.",
                 "security": [],

@@ -10,9 +10,12 @@ from __future__ import annotations
 import asyncio
 import itertools
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .base import BaseEnv
+
+if TYPE_CHECKING:
+    from .spec import EnvSpec
 
 
 class EnvPool:
@@ -35,8 +38,19 @@ class EnvPool:
         raise NotImplementedError
 
     async def info(self) -> dict[str, Any]:
-        """The env's self-description (instruction, action format, split sizes)."""
+        """The env's self-description (instruction, action format, split sizes): ``GET /info``."""
         raise NotImplementedError
+
+    async def tasks(self) -> dict[str, Any] | None:
+        """Every split's task ids and categories (``GET /tasks``); None when the server cannot list them."""
+        raise NotImplementedError
+
+    async def spec(self, name: str | None = None) -> "EnvSpec":
+        """The typed description of the env behind this pool (the same for local envs and servers)."""
+        from .spec import EnvSpec
+
+        info = await self.info()
+        return EnvSpec.from_wire(info, await self.tasks(), name=name or getattr(self, "name", None))
 
     async def aclose(self) -> None:
         """Release the pool itself (connections, processes)."""
@@ -101,6 +115,11 @@ class LocalEnvPool(EnvPool):
             except metadata.PackageNotFoundError:
                 pass
         return {"name": self.name, "distribution": self.distribution, "version": version, **self.describer().describe()}
+
+    async def tasks(self) -> dict[str, Any]:
+        from .spec import task_listing
+
+        return task_listing(self.describer())
 
     def splits(self) -> dict[str, Sequence[int]]:
         return self.describer().splits()

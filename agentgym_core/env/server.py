@@ -126,6 +126,7 @@ class EnvServer:
         self._pool = ThreadPoolExecutor(max_workers=self.settings.workers, thread_name_prefix=f"env-{name}")
         self._token = self.settings.token.encode() if self.settings.token else None
         self._info: dict[str, Any] | None = None
+        self._tasks: dict[str, Any] | None = None
         self.reaped = 0
         routes = [
             Route("/create", self._endpoint(self.create), methods=["POST"]),
@@ -136,6 +137,7 @@ class EnvServer:
             Route("/close", self._endpoint(self.close), methods=["POST"]),
             Route("/health", self._endpoint(self.health, auth=False), methods=["GET"]),
             Route("/info", self._endpoint(self.info), methods=["GET"]),
+            Route("/tasks", self._endpoint(self.tasks), methods=["GET"]),
             Route("/openapi.json", self._endpoint(self.openapi, auth=False), methods=["GET"]),
         ]
         self.app = Starlette(
@@ -385,6 +387,21 @@ class EnvServer:
         if self._info is None:
             self._info = await self._run(self._describe)
         return {**self._info, "sessions": len(self.sessions), "max_sessions": self.settings.max_sessions}
+
+    async def tasks(self, request: Request) -> dict[str, Any]:
+        """Every split's task ids and their categories (:func:`~agentgym_core.env.spec.task_listing`)."""
+        if self._tasks is None:
+            self._tasks = await self._run(self._list_tasks)
+        return self._tasks
+
+    def _list_tasks(self) -> dict[str, Any]:
+        from .spec import task_listing
+
+        env = self.factory()
+        try:
+            return task_listing(env)
+        finally:
+            env.close()
 
     async def openapi(self, request: Request) -> dict[str, Any]:
         return openapi_schema(self.name, self.version)

@@ -9,88 +9,77 @@ from __future__ import annotations
 
 import asyncio
 import json
-import logging
 import os
 import time
 import zlib
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..engine import GenerationRequest, SamplingParams
-from .actions import STOP_STRINGS, check_format, parse_action, parse_error_observation
+from ..errors import AgentGymError
+from .actions import STOP_STRINGS, parse_action, parse_error_observation
 from .batcher import Batcher
 from .chat import ChatFormat
 from .episode import EpisodeBuilder
 from .trajectory import Trajectory
 
+if TYPE_CHECKING:
+    from ..assembly import RunParts
 
-_told_formats: set[tuple[str, str, str]] = set()
 
-
-def _warn_format_override(env: str, declared: str, used: str) -> None:
-    """Say once per process that agent.action_format overrides what the env's instruction asks for."""
-    if (env, declared, used) in _told_formats:
-        return
-    _told_formats.add((env, declared, used))
-    example = {"react": '"Thought: ... Action: X"', "tags": '"<action>X</action>"', "free": "a bare action"}[declared]
-    logging.getLogger("agentgym.rollout").warning(
-        "agent.action_format=%s overrides env %r's %s format: its instruction asks for replies like %s, which are "
-        "now read as %s. Drop agent.action_format to use the env's own.", used, env, declared, example,
-        {"react": "'Thought: ... Action: X'", "tags": "<action>X</action>", "free": "the action itself (the whole reply)"}[used])
+#: ``rollout(seed=...)`` not given: the agent settings' seed.
+_AGENT_SEED: Any = object()
 
 
 async def rollout(
-    engine: Any,
-    pool: Any,
+    parts: RunParts,
     tasks: Sequence[tuple[int, int]],
     *,
     max_turns: int,
-    instruction: str,
-    action_format: str,
-    agent_cfg: Mapping[str, Any] | None = None,
-    rollout_cfg: Mapping[str, Any] | None = None,
     step: int = 0,
     temperature: float | None = None,
+    seed: int | None = _AGENT_SEED,
     dump_path: str | os.PathLike | None = None,
-    seed: int | None = None,
-    max_context: int | None = None,
-    chat_template: str | None = None,
-    env_name: str | None = None,
     stats: dict[str, Any] | None = None,
+    progress: Callable[[int, int], None] | None = None,
 ) -> list[Trajectory]:
-    """Play one episode per ``(task_id, group_id)`` in *tasks*; trajectories come back in task order.
+    """Play one episode per ``(task_id, group_id)`` in *tasks* with *parts*; trajectories come back in task order.
 
-    *seed* makes sampling reproducible (each episode and turn gets its own derived seed);
-    *max_context* caps the episode length (default ``model.max_context`` is the caller's
-    job; None: only ``rollout.max_episode_tokens``). *stats*, if given, receives timing figures.
+    *temperature* overrides the agent's (evaluation: 0.0, greedy); *seed* (default: the agent
+    settings' seed) makes sampling reproducible: each episode and turn gets its own derived
+    seed. *dump_path* writes the episodes as JSONL; *stats*, if given, receives timing figures;
+    *progress* is called with ``(episodes finished, episodes)`` as each episode ends.
     """
-    agent = _section(agent_cfg)
-    cfg = _section(rollout_cfg)
-    fmt = check_format(agent.get("action_format") or action_format)
-    if fmt != action_format:
-        _warn_format_override(env_name or getattr(pool, "name", "env"), action_format, fmt)
-    temp = float(cfg.get("temperature", 1.0) if temperature is None else temperature)
-    chat = ChatFormat(engine.tokenizer, chat_template)
-    position = agent.get("instruction_position") or "system"
+    from ..assembly import say_format_override
+
+    if parts.engine is None:
+        raise AgentGymError("rollout needs an engine: parts.load_engine(model) (or assemble(..., model=...)) first")
+    engine, pool, agent, env = parts.engine, parts.pool, parts.agent, parts.env
+    fmt = parts.action_format
+    say_format_override(parts)
+    seed = agent.seed if seed is _AGENT_SEED else seed
+    temp = float(agent.temperature if temperature is None else temperature)
+    chat = ChatFormat(engine.tokenizer, agent.chat_template)
+    instruction, position = env.instruction, agent.instruction_position
     if position == "system":
-        system = instruction if not agent.get("system_prompt") else f"{agent['system_prompt']}\n\n{instruction}"
+        system = instruction if not agent.system_prompt else f"{agent.system_prompt}\n\n{instruction}"
     else:  # the instruction goes into the first user message; small models follow that better
-        system = agent.get("system_prompt") or ""
+        system = agent.system_prompt or ""
     params = dict(
         temperature=temp,
-        top_p=float(cfg.get("top_p", 1.0)) if temp > 0 else 1.0,
-        max_new_tokens=int(cfg.get("max_new_tokens", 64)),
+        top_p=float(agent.top_p) if temp > 0 else 1.0,
+        max_new_tokens=int(agent.max_new_tokens),
         stop_strings=tuple(STOP_STRINGS[fmt]) + chat.stop_strings,
         stop_token_ids=chat.stop_token_ids,
     )
-    budget = int(cfg.get("max_episode_tokens", 2048))
+    budget = int(agent.max_episode_tokens)
     reserve = len(chat.encode(chat.eot_text)) if chat.eot_text else 0  # an end-of-turn we may have to append
-    context = int(max_context) if max_context else None
-    name = env_name or getattr(pool, "name", "env")
-    concurrency = int(cfg.get("concurrency", 16))
+    context = int(agent.max_context) if agent.max_context else None
+    name = env.name
+    concurrency = int(agent.concurrency)
     unfinished = [len(tasks)]  # episodes not over yet; in lockstep, min(this, concurrency) are in flight
-    lockstep = (lambda: min(unfinished[0], concurrency)) if cfg.get("lockstep", False) else None
+    lockstep = (lambda: min(unfinished[0], concurrency)) if agent.lockstep else None
     batcher = Batcher(engine, lockstep=lockstep)
     limit = asyncio.Semaphore(concurrency)
     loop = asyncio.get_running_loop()
@@ -110,6 +99,8 @@ async def rollout(
                 engine.release(traj.episode_id)
                 unfinished[0] -= 1
                 batcher.poke()
+                if progress is not None:
+                    progress(len(tasks) - unfinished[0], len(tasks))
             return traj
 
     async def _play(traj: Trajectory, index: int) -> None:
@@ -125,8 +116,7 @@ async def rollout(
             first = f"{instruction}\n\n{first}"
         elif position == "after_observation":
             first = f"{first}\n\n{instruction}"
-        ep = EpisodeBuilder(chat, traj, system=system, first_observation=first,
-                            history_window=int(agent.get("history_window", 0) or 0))
+        ep = EpisodeBuilder(chat, traj, system=system, first_observation=first, history_window=int(agent.history_window))
         seq = 0
         try:
             traj.end_reason = "max_turns"
@@ -235,16 +225,3 @@ def _derive(seed: int | None, *parts: int) -> int | None:
     if seed is None:
         return None
     return zlib.crc32(json.dumps([seed, *parts]).encode())
-
-
-def _section(cfg: Any) -> dict[str, Any]:
-    if cfg is None:
-        return {}
-    if isinstance(cfg, Mapping):
-        return dict(cfg)
-    try:
-        from omegaconf import OmegaConf
-
-        return dict(OmegaConf.to_container(cfg, resolve=True))  # type: ignore[arg-type]
-    except Exception:  # noqa: BLE001
-        return dict(vars(cfg))

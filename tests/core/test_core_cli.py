@@ -13,7 +13,8 @@ def test_plugins_json_lists_internal_defaults(run_cli):
     plugins = {p["name"]: p for p in json.loads(res.stdout)}
     core = plugins["core"]
     assert core["internal"] and core["distribution"] == "agentgym-core"
-    assert core["registered"] == {"rewards": ["success"], "schedulers": ["fixed"], "backends": ["cpu"]}
+    assert core["registered"] == {"rewards": ["success"], "schedulers": ["fixed"], "backends": ["cpu"],
+                                  "commands": ["config", "env", "eval", "list", "new", "plugins", "rollout", "train"]}
 
 
 def test_third_party_plugin_is_listed(run_cli):
@@ -81,7 +82,24 @@ def test_help_and_unknown_command(run_cli):
     res = run_cli("--help", site=False)
     assert res.returncode == 0 and "plugins" in res.stdout and "config" in res.stdout
     res = run_cli("frobnicate", site=False)
-    assert res.returncode != 0 and "No such command" in res.stderr
+    assert res.returncode != 0 and "unknown command 'frobnicate'" in res.stderr and "Installed commands:" in res.stderr
+    res = run_cli("trian", site=False)
+    assert res.returncode != 0 and "Did you mean 'train'?" in res.stderr
+
+
+def test_plugin_commands_come_from_the_hook(run_cli):
+    """view/report are the inspect distribution's: listed when it is loaded, named when it is switched off."""
+    pytest.importorskip("agentgym_inspect")
+    def commands(text):
+        return {line.split()[0] for line in text.split("Commands:")[1].splitlines() if line.strip()}
+
+    res = run_cli("--help", env={"AGENTGYM_DISABLE_PLUGINS": "broken"})
+    assert res.returncode == 0 and {"view", "report", "train"} <= commands(res.stdout)
+    res = run_cli("--help", env={"AGENTGYM_DISABLE_PLUGINS": "broken,inspect"})
+    assert res.returncode == 0 and "train" in commands(res.stdout) and not {"view", "report"} & commands(res.stdout)
+    res = run_cli("view", "runs/x", env={"AGENTGYM_DISABLE_PLUGINS": "broken,inspect"})
+    assert res.returncode != 0
+    assert "provided by 'agentgym-inspect', which is installed but not loaded" in res.stderr
 
 
 def test_new_plugin_template_installs_and_is_listed(run_cli, tmp_path, pip_install_target):

@@ -66,6 +66,30 @@ def test_hook_register_engines(plugin_manager, register_plugin):
     assert plugin_manager.registry("engines").load("echo").__name__ == "Engine"
 
 
+def test_hook_register_commands(plugin_manager, register_plugin):
+    """A plugin's command is listed after core's, imported only when asked for, and runs."""
+    import click
+    from click.testing import CliRunner
+
+    mod = types.ModuleType("cmd_plugin")
+    mod.register_commands = hookimpl(
+        lambda registry: registry.add("hello", "cmd_plugin_target:hello", description="Say hello."))
+    target = types.ModuleType("cmd_plugin_target")
+    target.hello = click.Command("hello", callback=lambda: click.echo("hello from a plugin"))
+    register_plugin(mod, name="cmds")
+    registry = plugin_manager.registry("commands")
+    names = [e.name for e in registry.in_order()]
+    assert names[:2] == ["plugins", "list"] and names[-1] == "hello"  # core's first, in their order
+    assert registry.get("hello").description == "Say hello." and registry.get("hello").plugin == "cmds"
+    import sys
+
+    sys.modules["cmd_plugin_target"] = target
+    try:
+        assert CliRunner().invoke(registry.load("hello")).output == "hello from a plugin\n"
+    finally:
+        del sys.modules["cmd_plugin_target"]
+
+
 def _lifecycle_recorder(calls):
     class Recorder:
         @hookimpl
@@ -85,18 +109,18 @@ def _lifecycle_recorder(calls):
             calls.append(("ckpt", path))
 
         @hookimpl
-        def on_run_end(self, status, metrics):
-            calls.append(("end", status, metrics))
+        def on_run_end(self, status, metrics, main):
+            calls.append(("end", status, metrics, main))
 
     return Recorder()
 
 
 def _fire_all(manager):
-    manager.hook.on_run_start(run_dir="runs/x", config={})
+    manager.hook.on_run_start(run_dir="runs/x", config={}, main=True)
     manager.hook.on_rollout_end(step=0, trajectories=[1, 2], run_dir="runs/x")
     manager.hook.on_step_end(step=0, metrics={"reward_mean": 0.5}, run_dir="runs/x")
     manager.hook.on_checkpoint(step=0, path="runs/x/checkpoints/step_000001", run_dir="runs/x")
-    manager.hook.on_run_end(run_dir="runs/x", metrics={"a": 1.0}, status="completed")
+    manager.hook.on_run_end(run_dir="runs/x", metrics={"a": 1.0}, status="completed", main=True)
 
 
 def test_hook_on_run_start(plugin_manager, register_plugin):
@@ -131,7 +155,7 @@ def test_hook_on_run_end(plugin_manager, register_plugin):
     calls = []
     register_plugin(_lifecycle_recorder(calls), name="rec")
     _fire_all(plugin_manager)
-    assert calls[-1] == ("end", "completed", {"a": 1.0})
+    assert calls[-1] == ("end", "completed", {"a": 1.0}, True)
 
 
 def test_misspelt_hook_fails_at_registration(plugin_manager):

@@ -101,3 +101,12 @@ def test_play_reports_an_env_exception_in_one_line_and_refuses_negative_ids():
     out = subprocess.run([*AGENTGYM, "env", "play", TOY, "--task-id", "-1"], input="",
                          capture_output=True, text=True, timeout=60)
     assert out.returncode == 2 and "-1 is not in the range x>=0" in out.stderr
+
+
+def test_play_refuses_a_task_id_outside_every_split():
+    """The counter's splits are train 0-99 and test 100-119: 5000 is no task of it."""
+    out = subprocess.run([*AGENTGYM, "env", "play", TOY, "--task-id", "5000"], input="",
+                         capture_output=True, text=True, timeout=60)
+    line = _one_line_error(out)
+    assert "task id 5000 is in no split of env 'agentgym_env_toys:CounterEnv'" in line, line
+    assert "train: 0-99; test: 100-119" in line, line

@@ -7,7 +7,7 @@ import pytest
 
 from agentgym_core.cli.main import main
 from agentgym_core.evaluation import summarize
-from agentgym_core.viewer.sample import write_sample_run
+from agentgym_inspect.viewer.sample import write_sample_run
 
 
 @pytest.fixture(scope="module")

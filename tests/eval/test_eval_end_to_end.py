@@ -13,7 +13,7 @@ pytest.importorskip("transformers")
 pytest.importorskip("agentgym_engine_hf")
 
 from agentgym_core.cli.main import main
-from agentgym_core.runs import Run
+from agentgym_core.rundir import RunDir
 
 pytestmark = pytest.mark.slow
 
@@ -124,7 +124,7 @@ def test_eval_cli_on_a_tiny_model(model_dir, coin_env, tmp_path, capsys):
     shutil.copytree(model_dir, run / "checkpoints" / "step_000004")
     write_config(run / "config.yaml", model_dir)
     assert main(["eval", "--model", str(run), "--local", "--tasks", "2", "--k", "1"]) == 0
-    written = Run(run).eval_results()
+    written = RunDir(run).eval_results()
     assert list(written) == ["test-k1"] and written["test-k1"]["meta"]["model"].endswith("step_000004")
     assert written["test-k1"]["overall"]["n"] == 2
 
@@ -136,18 +136,17 @@ def test_evaluate_function_for_the_trainer(model_dir, coin_env, tmp_path):
     from agentgym_engine_hf.engine import HFEngine
     from coin_eval_env import CoinEnv
 
-    from agentgym_core.env.pool import LocalEnvPool
-    from agentgym_core.evaluation import evaluate
+    from agentgym_core.assembly import local_parts
+    from agentgym_core.evaluation import EvalPlan, evaluate
 
     engine = HFEngine(str(model_dir), dtype="fp32")
-    pool = LocalEnvPool(functools.partial(CoinEnv), name="coin")
-    categories = {t: CoinEnv().category(t) for t in range(100, 106)}
-    categories[999] = "never-sampled"
-    summary, trajectories = asyncio.run(evaluate(
-        engine, pool, [100, 101, 102], k=3, max_turns=2, instruction=CoinEnv.instruction, action_format="free",
-        agent_cfg={}, rollout_cfg={"max_new_tokens": 4}, categories=categories, temperature=1.0,
-        dump_path=tmp_path / "eval" / "before.jsonl"))
+    parts = local_parts(engine, functools.partial(CoinEnv), name="coin", max_new_tokens=4)
+    plan = EvalPlan(split="test", k=3, tasks=3, temperature=1.0, max_turns=2)
+    summary, trajectories = asyncio.run(evaluate(parts, plan, model=str(model_dir),
+                                                 dump_path=tmp_path / "eval" / "before.jsonl"))
     assert len(trajectories) == 9 and {t.group_id for t in trajectories} == {0, 1, 2}
-    assert summary["overall"]["pass_at_k"] == pytest.approx(2 / 3)
-    assert summary["categories"]["never-sampled"]["n"] == 0  # a row, not a crash
+    assert sorted({t.task_id for t in trajectories}) == [100, 102, 104]  # spread over the test split
+    assert summary["overall"]["pass_at_k"] == pytest.approx(1.0)  # even tasks are always won
+    assert summary["categories"]["even"]["n"] == 9 and "odd" not in summary["categories"]
+    assert summary["meta"]["env"] == "coin" and summary["meta"]["tasks"] == 3
     assert (tmp_path / "eval" / "before.jsonl").is_file()

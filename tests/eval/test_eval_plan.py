@@ -4,6 +4,7 @@ from __future__ import annotations
 import pytest
 
 from agentgym_core.defaults.components import FixedScheduler
+from agentgym_core.env.spec import EnvSpec
 from agentgym_core.evaluation import EvalPlan, plan_evaluation
 from agentgym_core.sections import EvalSection, RolloutSection
 
@@ -15,7 +16,10 @@ def test_greedy_with_several_samples_samples_at_the_rollout_temperature_and_says
     plan = plan_evaluation({**EVAL, "k": 3}, ROLLOUT, FixedScheduler(turns=5))
     assert (plan.k, plan.temperature, plan.max_turns, plan.tasks, plan.split) == (3, 0.8, 5, 4, "test")
     assert plan.notice == "k=3 samples per task: sampling at the rollout temperature 0.8 (greedy would repeat one episode)"
-    assert plan.meta(model="m", env="e") == {"model": "m", "env": "e", "split": "test", "k": 3}
+    env = EnvSpec(name="e", instruction="", action_format="free", splits={"test": range(4)})
+    assert plan.meta(model="m", env=env) == {"model": "m", "env": "e", "split": "test", "k": 3}
+    plugin = EnvSpec(name="e", instruction="", action_format="free", splits={}, distribution="my-env", version="1.2")
+    assert plan.meta(model="m", env=plugin)["env_plugin"] == "my-env 1.2"
 
 
 def test_explicit_values_are_kept():

@@ -13,7 +13,9 @@ import pytest
 
 pytest.importorskip("agentgym_engine_hf", reason="needs the hf engine plugin (pip install -e plugins/engines/hf)")
 
+from agentgym_core.assembly import AgentSettings, RunParts  # noqa: E402
 from agentgym_core.env.client import HTTPEnvPool  # noqa: E402
+from agentgym_core.env.spec import EnvSpec  # noqa: E402
 from agentgym_core.env.launcher import EnvLauncher  # noqa: E402
 from agentgym_core.rollout.runner import rollout  # noqa: E402
 from agentgym_engine_hf.engine import HFEngine  # noqa: E402
@@ -34,8 +36,10 @@ def engine():
 
 
 def _rollout(engine, pool, n, max_turns, **kw):
-    return asyncio.run(rollout(engine, pool, [(i, i) for i in range(n)], max_turns=max_turns, instruction="Say anything.",
-                               action_format="free", rollout_cfg={"max_new_tokens": 6, "concurrency": n}, seed=0, **kw))
+    spec = EnvSpec(name="echo", instruction="Say anything.", action_format="free", splits={"train": range(n)})
+    parts = RunParts(pool=pool, env=spec, agent=AgentSettings(max_new_tokens=6, concurrency=n), engine=engine,
+                     owns_engine=False)
+    return asyncio.run(rollout(parts, [(i, i) for i in range(n)], max_turns=max_turns, seed=0, **kw))
 
 
 @pytest.mark.timeout(120)

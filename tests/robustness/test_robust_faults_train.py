@@ -60,9 +60,9 @@ def _assert_step1_loads(run: Path) -> None:
     import torch
     from transformers import AutoModelForCausalLM
 
-    from agentgym_trainer_rl.rundir import RunDir
+    from agentgym_core.rundir import RunDir
 
-    ckpt = RunDir(run, main=False).latest_checkpoint()
+    ckpt = RunDir(run).latest_checkpoint()
     assert ckpt is not None and ckpt.name == "step_000001", sorted(p.name for p in (run / "checkpoints").iterdir())
     model = AutoModelForCausalLM.from_pretrained(str(ckpt))
     assert sum(p.numel() for p in model.parameters()) > 0

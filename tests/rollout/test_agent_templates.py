@@ -17,10 +17,10 @@ import torch
 from agentgym_engine_hf.engine import HFEngine
 
 from agentgym_core import BaseEnv
-from agentgym_core.engine import Engine, GenerationResult
-from agentgym_core.env.pool import LocalEnvPool
+from agentgym_core.assembly import local_parts
 from agentgym_core.rollout.chat import ChatFormat, ChatTemplateError, sentinel
 from agentgym_core.rollout.runner import run_rollout
+from agentgym_core.testing import ScriptedEngine
 
 CHATML = None  # the SmolLM2 tokenizer's own template
 
@@ -164,9 +164,8 @@ def test_episode_tokens_exact_under_template(template, smol_tokenizer, tiny_mode
     engine = HFEngine(tiny_model, smol_tokenizer, max_batch_size=3)
     chat = ChatFormat(smol_tokenizer, TEMPLATES[template])
     trajs = run_rollout(
-        engine, LocalEnvPool(CountEnv, name="count"), [(t, t) for t in range(4)],
-        max_turns=5, instruction=CountEnv.instruction, action_format="free",
-        rollout_cfg={"max_new_tokens": 12, "temperature": 1.0}, seed=3, chat_template=TEMPLATES[template],
+        local_parts(engine, CountEnv, name="count", max_new_tokens=12, temperature=1.0, chat_template=TEMPLATES[template]),
+        [(t, t) for t in range(4)], max_turns=5, seed=3,
     )
     assert [t.end_reason for t in trajs] == ["done"] * 4
     for traj in trajs:
@@ -184,10 +183,7 @@ def test_episode_tokens_exact_under_template(template, smol_tokenizer, tiny_mode
 
 def test_cache_reuse_keeps_prefill_near_unique_tokens(smol_tokenizer, tiny_model):
     engine = HFEngine(tiny_model, smol_tokenizer)
-    trajs = run_rollout(
-        engine, LocalEnvPool(CountEnv), [(0, 0), (1, 1)], max_turns=5, instruction=CountEnv.instruction,
-        action_format="free", rollout_cfg={"max_new_tokens": 12}, seed=0,
-    )
+    trajs = run_rollout(local_parts(engine, CountEnv, max_new_tokens=12), [(0, 0), (1, 1)], max_turns=5, seed=0)
     for traj in trajs:
         assert traj.prefill_tokens <= 1.2 * len(traj.token_ids)
         assert traj.prefill_tokens < len(traj.token_ids)  # later turns did not re-run the prompt
@@ -196,10 +192,8 @@ def test_cache_reuse_keeps_prefill_near_unique_tokens(smol_tokenizer, tiny_model
 def test_unstable_template_falls_back_loudly(smol_tokenizer, tiny_model, caplog):
     engine = HFEngine(tiny_model, smol_tokenizer)
     with caplog.at_level(logging.WARNING, logger="agentgym.rollout"):
-        trajs = run_rollout(
-            engine, LocalEnvPool(CountEnv), [(0, 0)], max_turns=3, instruction=CountEnv.instruction,
-            action_format="free", rollout_cfg={"max_new_tokens": 6}, seed=0, chat_template=UNSTABLE,
-        )
+        trajs = run_rollout(local_parts(engine, CountEnv, max_new_tokens=6, chat_template=UNSTABLE), [(0, 0)],
+                            max_turns=3, seed=0)
     traj = trajs[0]
     assert traj.template_fallback
     assert "not prefix-stable" in caplog.text
@@ -213,11 +207,9 @@ def test_unstable_template_falls_back_loudly(smol_tokenizer, tiny_model, caplog)
 
 
 def rollout_once(tokenizer, model, template, *, agent_cfg=None):
-    traj = run_rollout(
-        HFEngine(model, tokenizer), LocalEnvPool(CountEnv), [(0, 0)], max_turns=5,
-        instruction=CountEnv.instruction, action_format="free", agent_cfg=agent_cfg,
-        rollout_cfg={"max_new_tokens": 6}, seed=0, chat_template=template,
-    )[0]
+    parts = local_parts(HFEngine(model, tokenizer), CountEnv, max_new_tokens=6, chat_template=template,
+                        **(agent_cfg or {}))
+    traj = run_rollout(parts, [(0, 0)], max_turns=5, seed=0)[0]
     assert traj.end_reason == "done"
     return traj
 
@@ -287,38 +279,13 @@ def test_template_that_cannot_hold_an_episode(smol_tokenizer):
         ChatFormat(smol_tokenizer, no_replies)
 
 
-class ScriptedEngine(Engine):
-    """Replies with a fixed reasoning trace and answer; keeps every prompt it was given."""
-
-    def __init__(self, tokenizer):
-        self._tok = tokenizer
-        self.prompts = []
-
-    @property
-    def tokenizer(self):
-        return self._tok
-
-    def generate(self, requests):
-        out = []
-        for r in requests:
-            self.prompts.append(list(r.prompt_ids))
-            text = f"I should act (turn {len(self.prompts)}).\n</think>\n\ngo"
-            ids = self._tok.encode(text, add_special_tokens=False) + [self._tok.convert_tokens_to_ids("<|im_end|>")]
-            out.append(GenerationResult(ids, [-1.0] * len(ids), "stop", len(r.prompt_ids)))
-        return out
-
-    def update_weights(self, source):
-        pass
-
-
 @pytest.mark.parametrize("template", ["qwen3", "r1"])
 def test_reasoning_kept_as_sampled_when_history_drops_it(template, smol_tokenizer):
     """The template drops <think> from history; the episode keeps it, stays append-only and needs no fallback."""
-    engine = ScriptedEngine(smol_tokenizer)
-    traj = run_rollout(
-        engine, LocalEnvPool(CountEnv), [(0, 0)], max_turns=5, instruction=CountEnv.instruction,
-        action_format="free", rollout_cfg={"max_new_tokens": 40}, chat_template=TEMPLATES[template],
-    )[0]
+    engine = ScriptedEngine(smol_tokenizer, lambda _prompt, n: f"I should act (turn {n}).\n</think>\n\ngo",
+                            end_ids=[smol_tokenizer.convert_tokens_to_ids("<|im_end|>")])
+    traj = run_rollout(local_parts(engine, CountEnv, max_new_tokens=40, chat_template=TEMPLATES[template]), [(0, 0)],
+                       max_turns=5)[0]
     chat = ChatFormat(smol_tokenizer, TEMPLATES[template])
     assert traj.num_turns == 3 and not traj.template_fallback
     assert chat.prompt_lead == ("<think>\n" if template == "r1" else "")

@@ -5,10 +5,10 @@ import pytest
 
 from agentgym_core import BaseEnv
 from agentgym_core.config import load_config
-from agentgym_core.engine import Engine, GenerationResult
-from agentgym_core.env.pool import LocalEnvPool
+from agentgym_core.assembly import local_parts
 from agentgym_core.errors import ConfigError
 from agentgym_core.rollout.runner import rollout
+from agentgym_core.testing import ScriptedEngine
 
 
 class OneTurn(BaseEnv):
@@ -22,33 +22,16 @@ class OneTurn(BaseEnv):
         return "bye", 1.0, True, {"success": True}
 
 
-class RecordingEngine(Engine):
+def RecordingEngine(tokenizer):
     """Answers every prompt with 'done' and keeps the prompts."""
-
-    def __init__(self, tokenizer):
-        self._tok = tokenizer
-        self.prompts = []
-
-    @property
-    def tokenizer(self):
-        return self._tok
-
-    def generate(self, requests):
-        reply = self._tok.encode("done", add_special_tokens=False) + [self._tok.convert_tokens_to_ids("<|im_end|>")]
-        self.prompts += [r.prompt_ids for r in requests]
-        return [GenerationResult(reply, [0.0] * len(reply), "stop", len(r.prompt_ids)) for r in requests]
-
-    def update_weights(self, source):
-        pass
+    return ScriptedEngine(tokenizer, ["done"], end_ids=[tokenizer.convert_tokens_to_ids("<|im_end|>")], logprob=0.0)
 
 
 @pytest.mark.parametrize("position", ["system", "before_observation", "after_observation"])
 def test_instruction_position(smol_tokenizer, position):
     engine = RecordingEngine(smol_tokenizer)
-    pool = LocalEnvPool(OneTurn, name="one")
-    trajs = asyncio.run(rollout(engine, pool, [(0, 0)], max_turns=1, instruction=OneTurn.instruction,
-                                action_format="free", agent_cfg={"instruction_position": position},
-                                rollout_cfg={"temperature": 0.0}))
+    parts = local_parts(engine, OneTurn, name="one", instruction_position=position, temperature=0.0)
+    trajs = asyncio.run(rollout(parts, [(0, 0)], max_turns=1))
     text = smol_tokenizer.decode(engine.prompts[0])
     user = text[text.index("<|im_start|>user"):]
     if position == "system":
@@ -76,16 +59,15 @@ def test_overriding_the_envs_action_format_is_said_once(smol_tokenizer, caplog):
     engine = RecordingEngine(smol_tokenizer)
     caplog.set_level(logging.WARNING, logger="agentgym.rollout")
     for _ in range(2):
-        asyncio.run(rollout(engine, LocalEnvPool(ReactEnv, name="reacty"), [(0, 0)], max_turns=1,
-                            instruction=ReactEnv.instruction, action_format="react",
-                            agent_cfg={"action_format": "free"}, rollout_cfg={"temperature": 0.0}, env_name="reacty"))
+        asyncio.run(rollout(local_parts(engine, ReactEnv, name="reacty", action_format="free", temperature=0.0),
+                            [(0, 0)], max_turns=1))
     told = [r.getMessage() for r in caplog.records if "overrides env" in r.getMessage()]
     assert told == ["agent.action_format=free overrides env 'reacty''s react format: its instruction asks for replies "
                     "like \"Thought: ... Action: X\", which are now read as the action itself (the whole reply). "
                     "Drop agent.action_format to use the env's own."]
     caplog.clear()
-    asyncio.run(rollout(engine, LocalEnvPool(OneTurn, name="one"), [(0, 0)], max_turns=1, instruction="x",
-                        action_format="free", agent_cfg={"action_format": "free"}, rollout_cfg={"temperature": 0.0}))
+    asyncio.run(rollout(local_parts(engine, OneTurn, name="one", instruction="x", action_format="free",
+                                    temperature=0.0), [(0, 0)], max_turns=1))
     assert not [r for r in caplog.records if "overrides env" in r.getMessage()]
 
 

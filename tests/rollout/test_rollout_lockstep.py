@@ -15,7 +15,7 @@ import pytest
 from agentgym_engine_hf.engine import HFEngine
 
 from agentgym_core import BaseEnv
-from agentgym_core.env.pool import LocalEnvPool
+from agentgym_core.assembly import local_parts
 from agentgym_core.rollout.runner import run_rollout
 
 
@@ -39,12 +39,9 @@ class JitteryEnv(BaseEnv):
 def play(engine, jitter_seed: int, lockstep: bool, episodes: int, concurrency: int):
     JitteryEnv.jitter = random.Random(jitter_seed)
     stats: dict = {}
-    trajs = run_rollout(
-        engine, LocalEnvPool(JitteryEnv), [(i, i) for i in range(episodes)], max_turns=6,
-        instruction=JitteryEnv.instruction, action_format="free", seed=3, stats=stats,
-        rollout_cfg={"max_new_tokens": 6, "concurrency": concurrency, "temperature": 1.0, "top_p": 0.9,
-                     "lockstep": lockstep},
-    )
+    parts = local_parts(engine, JitteryEnv, max_new_tokens=6, concurrency=concurrency, temperature=1.0, top_p=0.9,
+                        lockstep=lockstep)
+    trajs = run_rollout(parts, [(i, i) for i in range(episodes)], max_turns=6, seed=3, stats=stats)
     assert all(t.end_reason == "done" for t in trajs), [t.end_reason for t in trajs]
     return trajs, stats
 

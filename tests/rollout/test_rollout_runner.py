@@ -10,7 +10,7 @@ from agentgym_engine_hf.engine import HFEngine
 
 from agentgym_core import BaseEnv
 from agentgym_core.engine import GenerationRequest, SamplingParams
-from agentgym_core.env.pool import LocalEnvPool
+from agentgym_core.assembly import local_parts
 from agentgym_core.rollout.runner import run_rollout
 from agentgym_core.rollout.trajectory import Trajectory
 
@@ -64,11 +64,8 @@ def test_env_waits_overlap_generation(smol_tokenizer, tiny_model):
     SleepyEnv.delay = max(0.05, time.perf_counter() - start)
     INTERVALS.clear()
     stats: dict = {}
-    trajs = run_rollout(
-        engine, LocalEnvPool(SleepyEnv), [(i, i) for i in range(8)], max_turns=4,
-        instruction=SleepyEnv.instruction, action_format="free",
-        rollout_cfg={"max_new_tokens": 16, "concurrency": 8}, seed=0, stats=stats,
-    )
+    trajs = run_rollout(local_parts(engine, SleepyEnv, max_new_tokens=16, concurrency=8),
+                        [(i, i) for i in range(8)], max_turns=4, seed=0, stats=stats)
     assert all(t.end_reason == "done" for t in trajs)
     gen = [(s, e) for k, s, e in INTERVALS if k == "gen"]
     env = _merge([(s, e) for k, s, e in INTERVALS if k == "env"])  # time when some env was stepping
@@ -95,11 +92,15 @@ def _merge(intervals: list[tuple[float, float]]) -> list[tuple[float, float]]:
 
 def test_rollout_deterministic_under_seed(smol_tokenizer, tiny_model):
     engine = HFEngine(tiny_model, smol_tokenizer)
-    kwargs = dict(max_turns=3, instruction="x", action_format="free", rollout_cfg={"max_new_tokens": 8}, seed=11)
+    kwargs = dict(max_turns=3, seed=11)
     SleepyEnv.delay = 0.0
-    a = run_rollout(engine, LocalEnvPool(SleepyEnv), [(0, 0), (1, 1), (2, 2)], **kwargs)
-    b = run_rollout(engine, LocalEnvPool(SleepyEnv), [(0, 0), (1, 1), (2, 2)], **kwargs)
-    c = run_rollout(engine, LocalEnvPool(SleepyEnv), [(0, 0), (1, 1), (2, 2)], **{**kwargs, "seed": 12})
+
+    def parts():
+        return local_parts(engine, SleepyEnv, instruction="x", max_new_tokens=8)
+
+    a = run_rollout(parts(), [(0, 0), (1, 1), (2, 2)], **kwargs)
+    b = run_rollout(parts(), [(0, 0), (1, 1), (2, 2)], **kwargs)
+    c = run_rollout(parts(), [(0, 0), (1, 1), (2, 2)], **{**kwargs, "seed": 12})
     assert [t.token_ids for t in a] == [t.token_ids for t in b]
     assert [t.token_ids for t in a] != [t.token_ids for t in c]
 
@@ -117,10 +118,8 @@ class ReactEnv(BaseEnv):
 
 def test_unparsable_reply_becomes_hint_and_budgets_end_episodes(smol_tokenizer, tiny_model, tmp_path):
     engine = HFEngine(tiny_model, smol_tokenizer)
-    trajs = run_rollout(
-        engine, LocalEnvPool(ReactEnv), [(0, 0)], max_turns=2, instruction=ReactEnv.instruction,
-        action_format="react", rollout_cfg={"max_new_tokens": 6}, seed=0, dump_path=tmp_path, step=7,
-    )
+    trajs = run_rollout(local_parts(engine, ReactEnv, max_new_tokens=6), [(0, 0)], max_turns=2, seed=0,
+                        dump_path=tmp_path, step=7)
     traj = trajs[0]
     assert traj.end_reason == "max_turns" and traj.num_turns == 2
     first = traj.turns[0]
@@ -130,15 +129,11 @@ def test_unparsable_reply_becomes_hint_and_budgets_end_episodes(smol_tokenizer, 
     lines = (tmp_path / "step_000007.jsonl").read_text().splitlines()
     assert Trajectory.from_dict(json.loads(lines[0])).token_ids == traj.token_ids
 
-    small = run_rollout(
-        engine, LocalEnvPool(ReactEnv), [(0, 0)], max_turns=20, instruction=ReactEnv.instruction,
-        action_format="react", rollout_cfg={"max_new_tokens": 6, "max_episode_tokens": 120}, seed=0,
-    )[0]
+    small = run_rollout(local_parts(engine, ReactEnv, max_new_tokens=6, max_episode_tokens=120), [(0, 0)],
+                        max_turns=20, seed=0)[0]
     assert small.end_reason == "max_tokens" and len(small.token_ids) <= 120
-    ctx = run_rollout(
-        engine, LocalEnvPool(ReactEnv), [(0, 0)], max_turns=20, instruction=ReactEnv.instruction,
-        action_format="react", rollout_cfg={"max_new_tokens": 6}, seed=0, max_context=100,
-    )[0]
+    ctx = run_rollout(local_parts(engine, ReactEnv, max_new_tokens=6, max_context=100), [(0, 0)], max_turns=20,
+                      seed=0)[0]
     assert ctx.end_reason == "context" and len(ctx.token_ids) <= 100
 
 
@@ -151,10 +146,8 @@ class BrokenEnv(ReactEnv):
 
 def test_env_failure_marks_only_that_episode(smol_tokenizer, tiny_model):
     engine = HFEngine(tiny_model, smol_tokenizer)
-    trajs = run_rollout(
-        engine, LocalEnvPool(BrokenEnv), [(0, 0), (1, 1)], max_turns=3, instruction="x",
-        action_format="free", rollout_cfg={"max_new_tokens": 4}, seed=0,
-    )
+    trajs = run_rollout(local_parts(engine, BrokenEnv, instruction="x", max_new_tokens=4), [(0, 0), (1, 1)],
+                        max_turns=3, seed=0)
     for traj in trajs:
         assert traj.failed and traj.end_reason == "env_error"
         assert "simulator crashed" in traj.error
@@ -170,15 +163,16 @@ class ExplodingEngine(HFEngine):
 def test_engine_failure_propagates(smol_tokenizer, tiny_model):
     engine = ExplodingEngine(tiny_model, smol_tokenizer)
     with pytest.raises(RuntimeError, match="device lost"):
-        run_rollout(engine, LocalEnvPool(ReactEnv), [(0, 0), (1, 1)], max_turns=2, instruction="x", action_format="free")
+        run_rollout(local_parts(engine, ReactEnv, instruction="x", action_format="free"), [(0, 0), (1, 1)], max_turns=2)
 
 
 def test_history_window_shortens_model_prompt(smol_tokenizer, tiny_model):
     engine = HFEngine(tiny_model, smol_tokenizer)
-    kwargs = dict(max_turns=5, instruction="x", action_format="free", rollout_cfg={"max_new_tokens": 6}, seed=1)
     SleepyEnv.delay = 0.0
-    full = run_rollout(engine, LocalEnvPool(SleepyEnv), [(0, 0)], **kwargs)[0]
-    windowed = run_rollout(engine, LocalEnvPool(SleepyEnv), [(0, 0)], agent_cfg={"history_window": 1}, **kwargs)[0]
+    full = run_rollout(local_parts(engine, SleepyEnv, instruction="x", max_new_tokens=6), [(0, 0)], max_turns=5,
+                       seed=1)[0]
+    windowed = run_rollout(local_parts(engine, SleepyEnv, instruction="x", max_new_tokens=6, history_window=1), [(0, 0)],
+                           max_turns=5, seed=1)[0]
     assert windowed.num_turns == full.num_turns == 4
     # The trajectory still holds every turn; the model saw less context.
     assert windowed.turns[0].text == full.turns[0].text

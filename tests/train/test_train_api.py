@@ -2,7 +2,6 @@
 from __future__ import annotations
 
 import json
-import sys
 from pathlib import Path
 
 import pytest
@@ -11,8 +10,7 @@ torch = pytest.importorskip("torch")
 pytest.importorskip("peft")
 pytest.importorskip("agentgym_env_babyai")
 
-sys.path.insert(0, str(Path(__file__).parent))
-from train_helpers import tiny_model_dir  # noqa: E402
+from agentgym_hf.testing import tiny_model_dir  # noqa: E402
 
 
 @pytest.mark.slow

@@ -4,7 +4,8 @@
   ``resolve_dtype``, ``peft_quiet``, ``tiny_random_model`` (tests);
 * :mod:`agentgym_hf.convert` -- ``resolve_model_path``, ``resolve_tokenizer_path`` (bundled
   aliases converted once from GGUF);
-* :mod:`agentgym_hf.kvcache` -- growable per-layer KV buffers (``SlabCache``) and helpers.
+* :mod:`agentgym_hf.kvcache` -- growable per-layer KV buffers (``SlabCache``) and helpers;
+* :mod:`agentgym_hf.testing` -- ``tiny_model_dir``: a tiny random model folder for tests.
 
 The hf engine and the rl trainer depend on this library, never on each other's modules.
 Importing the package itself is cheap; the submodules import torch and transformers.
@@ -18,10 +19,11 @@ __version__ = "0.1.0"
 _EXPORTS = {
     "load_model": "loading", "load_tokenizer": "loading", "prepare_tokenizer": "loading",
     "resolve_dtype": "loading", "peft_quiet": "loading", "tiny_random_model": "loading",
-    "resolve_model_path": "convert", "resolve_tokenizer_path": "convert",
+    "resolve_model_path": "convert", "resolve_tokenizer_path": "convert", "tiny_model_dir": "testing",
 }
 
-__all__ = sorted(_EXPORTS)
+__all__ = ["load_model", "load_tokenizer", "peft_quiet", "prepare_tokenizer", "resolve_dtype", "resolve_model_path",
+           "resolve_tokenizer_path", "tiny_model_dir", "tiny_random_model"]
 
 
 def __getattr__(name: str) -> Any:

@@ -1,4 +1,4 @@
-"""What a training step reports: the metrics row, the progress-bar text, plots, a weights hash."""
+"""What a training step reports: the metrics row, the progress-bar text, TensorBoard scalars, a weights hash."""
 from __future__ import annotations
 
 import math
@@ -66,20 +66,28 @@ def one_line(text: str, limit: int) -> str:
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
-def render_curves(run_dir: Any, report: bool = False) -> None:
-    """PNG curves (and at the end the HTML/Markdown report) into the run directory.
+class TensorBoardLog:
+    """Each step's metrics as TensorBoard scalars in ``run_dir/tb`` (when tensorboard is installed)."""
 
-    A plotting failure must never end a training run: it is reported and training goes on.
-    """
-    try:
-        from agentgym_core.plots import render_plots
+    def __init__(self, folder: Any) -> None:
+        self.folder = folder
+        self.writer: Any = None  # made at the first step (a resumed, finished run writes none)
 
-        render_plots(run_dir)
-        if report:
-            from agentgym_core.report import write_report
+    def log(self, metrics: dict[str, Any]) -> None:
+        if self.writer is None:
+            try:
+                from torch.utils.tensorboard import SummaryWriter
+            except ImportError:  # tensorboard not installed: metrics.jsonl only
+                self.writer = False
+            else:
+                self.writer = SummaryWriter(str(self.folder))
+        if not self.writer:
+            return
+        for k, v in metrics.items():
+            if isinstance(v, (int, float)) and k != "step" and math.isfinite(v):
+                self.writer.add_scalar(k, v, int(metrics["step"]))
+        self.writer.flush()
 
-            write_report(run_dir, render=False)
-    except Exception as exc:  # noqa: BLE001
-        import warnings
-
-        warnings.warn(f"could not render plots/report in {run_dir}: {type(exc).__name__}: {exc}", stacklevel=2)
+    def close(self) -> None:
+        if self.writer:
+            self.writer.close()

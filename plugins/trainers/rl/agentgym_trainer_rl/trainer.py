@@ -11,30 +11,21 @@ import dataclasses
 import sys
 import time
 import zlib
-from pathlib import Path
 from typing import Any, Optional
 
 import torch
 
 from agentgym_core.components import Trainer
-from agentgym_core.config import build_component, to_yaml
+from agentgym_core.config import to_yaml
 from agentgym_core.errors import AgentGymError, ConfigError
+from agentgym_core.rundir import checkpoint_step
 
 from .algorithms import ALGORITHMS, Options
 from .batch import build_batch
 from .config import RLConfig, UpdateConfig
 from .policy import PolicyModule, apply_lora, enable_checkpointing, frozen_copy, load_lm, peft_quiet, plain_state_dict
-from .reporting import one_line, param_hash, postfix, render_curves, step_metrics
-from .rundir import (
-    ResumeError,
-    RunDir,
-    TaskCursor,
-    check_new_run_dir,
-    checkpoint_step,
-    load_trainer_state,
-    rng_state,
-    set_rng_state,
-)
+from .reporting import TensorBoardLog, one_line, param_hash, postfix, step_metrics
+from .state import ResumeError, TaskCursor, load_trainer_state, rng_state, set_rng_state, write_checkpoint
 from .update import Updater, UpdateOptions
 
 
@@ -50,10 +41,9 @@ class RLTrainer(Trainer):
     Config = RLConfig
 
     def __init__(self, config: Any, manager: Any, *, resume: Optional[str] = None, **options: Any) -> None:
-        super().__init__(config, manager)
-        self.tc = RLConfig(**options)
-        self.resume = resume
-        self.summary: dict[str, Any] = {}
+        super().__init__(config, manager, resume=resume, **options)
+        #: The ``trainer`` section.
+        self.settings = RLConfig(**options)
         #: Set by ``_setup`` when a resumed run has nothing left to do (no model is loaded then).
         self.finished = False
         self.failed_steps = 0  # consecutive steps in which every episode failed on an env error
@@ -65,31 +55,15 @@ class RLTrainer(Trainer):
 
         from agentgym_core.backend import resolve_backend
 
-        cfg, tc = self.config, self.tc
+        cfg, tc = self.config, self.settings
         self.backend = resolve_backend(self.manager, cfg.backend)
         self.backend.setup()
-        self.acc = Accelerator(cpu=self.backend.name == "cpu")
-        self.rank, self.world = self.acc.process_index, self.acc.num_processes
-        self.main = self.acc.is_main_process
-        path = Path(self.resume) if self.resume else Path(cfg.run.output_dir) / cfg.run.name
-        self.ckpt: Optional[Path] = None
-        if self.resume:
-            self.ckpt = RunDir(path, main=False).latest_checkpoint()
-            if self.ckpt is None:
-                raise ResumeError(f"--resume {path}: no complete checkpoint (checkpoints/latest); "
-                                  "start a new run without --resume")
-        else:
-            # Every process checks before the main one writes anything, so all of them agree.
-            clear = check_new_run_dir(path, cfg.run.get("overwrite", False))
-            self.acc.wait_for_everyone()
-            if clear and self.main:
-                import shutil
-
-                shutil.rmtree(path)
-                print(f"run.overwrite=true: deleted the earlier run in {path}", file=sys.stderr, flush=True)
-        self.rd = RunDir(path, self.main)
-        if self.main and not self.resume:
-            (path / "config.yaml").write_text(to_yaml(cfg))
+        self.accelerator = Accelerator(cpu=self.backend.name == "cpu")
+        self.rank, self.world = self.accelerator.process_index, self.accelerator.num_processes
+        self.main = self.accelerator.is_main_process
+        # Every process checks the run directory before the main one writes anything, so all agree.
+        self.open_run_dir(main=self.main, barrier=self.accelerator.wait_for_everyone)
+        self.tensorboard = TensorBoardLog(self.run_dir.path / "tb") if self.main else None
         episodes = cfg.rollout.tasks_per_step * cfg.rollout.group_size
         if cfg.rollout.tasks_per_step % self.world:
             raise ConfigError(f"rollout.tasks_per_step ({cfg.rollout.tasks_per_step}) must be divisible by the "
@@ -97,9 +71,9 @@ class RLTrainer(Trainer):
         if episodes // self.world < tc.mini_batches * tc.grad_accum:
             raise ConfigError(f"each process gets {episodes // self.world} episodes per step, fewer than "
                               f"trainer.mini_batches * trainer.grad_accum = {tc.mini_batches * tc.grad_accum}")
-        if self.ckpt is not None and (checkpoint_step(self.ckpt) or 0) >= tc.steps:
+        if self.checkpoint is not None and (checkpoint_step(self.checkpoint) or 0) >= tc.steps:
             # Nothing to train; only a missing "after" evaluation of this checkpoint needs the model.
-            self.finished = not cfg.eval.after or self.rd.evaluated("after", self.ckpt)
+            self.finished = not cfg.eval.after or self.run_dir.evaluated("after", self.checkpoint)
             if self.finished:
                 return
         torch.manual_seed(cfg.run.seed + self.rank)
@@ -107,71 +81,58 @@ class RLTrainer(Trainer):
         self._build_components()
 
     def _build_model(self) -> None:
-        cfg, tc = self.config, self.tc
-        full_resume = self.ckpt is not None and tc.finetune == "full"
-        lm, self.tokenizer = load_lm(str(self.ckpt) if full_resume else cfg.model.path, dtype="fp32",
+        cfg, tc = self.config, self.settings
+        full_resume = self.checkpoint is not None and tc.finetune == "full"
+        lm, self.tokenizer = load_lm(str(self.checkpoint) if full_resume else cfg.model.path, dtype="fp32",
                                      chat_template=cfg.model.chat_template)
-        lm.to(self.acc.device)
+        lm.to(self.accelerator.device)
         self.bf16 = cfg.model.dtype in ("auto", "bf16") and self.backend.supports_bf16()
         if tc.gradient_checkpointing:
             enable_checkpointing(lm)
         self.algorithm = ALGORITHMS[tc.algorithm]
         reference = None
         if tc.finetune == "lora":
-            if self.ckpt is not None:
+            if self.checkpoint is not None:
                 from peft import PeftModel
 
                 with peft_quiet():
-                    lm = PeftModel.from_pretrained(lm, str(self.ckpt), is_trainable=True)
+                    lm = PeftModel.from_pretrained(lm, str(self.checkpoint), is_trainable=True)
             else:
                 lm = apply_lora(lm, tc.lora_r, tc.lora_alpha, tc.lora_dropout, tc.lora_targets, tc.lora_layers)
         elif tc.kl_coef > 0:
-            ref_lm = lm if self.ckpt is None else load_lm(cfg.model.path, dtype="fp32")[0].to(self.acc.device)
+            ref_lm = lm if self.checkpoint is None else load_lm(cfg.model.path, dtype="fp32")[0].to(self.accelerator.device)
             reference = PolicyModule(frozen_copy(ref_lm))
         lm.train()
-        policy = PolicyModule(lm, value_head=self.algorithm.needs_value).to(self.acc.device)
+        policy = PolicyModule(lm, value_head=self.algorithm.needs_value).to(self.accelerator.device)
         params = [p for p in policy.parameters() if p.requires_grad]
         optimizer = torch.optim.AdamW(params, lr=tc.lr, weight_decay=tc.weight_decay)
         warmup = tc.warmup_steps
         self.lr_sched = torch.optim.lr_scheduler.LambdaLR(optimizer, lambda s: min(1.0, (s + 1) / warmup) if warmup else 1.0)
-        self.policy, self.optimizer = self.acc.prepare(policy, optimizer)
-        self.module: PolicyModule = self.acc.unwrap_model(self.policy)
+        self.policy, self.optimizer = self.accelerator.prepare(policy, optimizer)
+        self.module: PolicyModule = self.accelerator.unwrap_model(self.policy)
         # The update's options are the trainer config's fields of the same names (plus runtime ones).
         shared = {f.name: getattr(tc, f.name) for f in dataclasses.fields(UpdateConfig)}
-        opts = UpdateOptions(**shared, bf16=self.bf16, device=str(self.acc.device))
+        opts = UpdateOptions(**shared, bf16=self.bf16, device=str(self.accelerator.device))
         opts.share_prefix = tc.share_prefix and not tc.gradient_checkpointing  # checkpointing drops the cache
         algo_opts = Options.from_config(tc)
-        self.updater = Updater(self.policy, self.optimizer, self.algorithm, opts, algo_opts, self.acc, reference)
+        self.updater = Updater(self.policy, self.optimizer, self.algorithm, opts, algo_opts, self.accelerator, reference)
 
     def _build_components(self) -> None:
-        from agentgym_core.env.launcher import open_env_pool
+        from agentgym_core.assembly import assemble
 
-        cfg, m = self.config, self.manager
-        if "env" not in cfg:
-            raise ConfigError("the run config has no 'env' section: say which env to train on (env: {name: babyai})")
         self.loop = asyncio.new_event_loop()
-        self.engine = build_component(m, "engines", cfg.engine, self.module.lm, tokenizer=self.tokenizer)
-        self.pool = open_env_pool(cfg.env, m, local=self.tc.local_envs)
-        info = self.env_info = self.loop.run_until_complete(self.pool.info())
-        self.instruction, self.action_format = info["instruction"], info["action_format"]
-        self.splits = {k: list(range(*v)) if v else list(range(info["splits"][k]))
-                       for k, v in info.get("split_ranges", {}).items()}
-        describer = getattr(self.pool, "describer", None)
-        self.categories = describer().category if describer else None
-        self.scheduler = build_component(m, "schedulers", cfg.scheduler)
-        self.rewards = [(build_component(m, "rewards", r), float(r.weight)) for r in cfg.rewards]
-        self.cursor = TaskCursor(self.splits["train"], cfg.run.seed)
+        self.parts = self.loop.run_until_complete(
+            assemble(self.config, self.manager, local=self.settings.local_envs, model=self.module.lm, tokenizer=self.tokenizer))
+        self.engine, self.scheduler = self.parts.engine, self.parts.scheduler
+        self.cursor = TaskCursor(list(self.parts.env.ids("train")), self.config.run.seed)
 
     # -- pieces of a step ------------------------------------------------------------------
-    def _rollout(self, tasks: list[tuple[int, int]], horizon: int, step: int, **kw: Any) -> tuple[list, dict]:
+    def _rollout(self, tasks: list[tuple[int, int]], horizon: int, step: int, seed: int) -> tuple[list, dict]:
         from agentgym_core.rollout.runner import rollout
 
-        cfg, stats = self.config, {}
-        trajs = self.loop.run_until_complete(rollout(
-            self.engine, self.pool, tasks, max_turns=horizon, instruction=self.instruction,
-            action_format=self.action_format, agent_cfg=cfg.agent, rollout_cfg=cfg.rollout, step=step,
-            max_context=cfg.model.max_context, chat_template=cfg.model.chat_template, env_name=cfg.env.name,
-            stats=stats, **kw))
+        stats: dict[str, Any] = {}
+        trajs = self.loop.run_until_complete(rollout(self.parts, tasks, max_turns=horizon, step=step, seed=seed,
+                                                     stats=stats))
         return trajs, stats
 
     def _sync_engine(self) -> float:
@@ -188,14 +149,6 @@ class RLTrainer(Trainer):
             self.engine.update_weights(plain_state_dict(self.module.lm))
         return time.perf_counter() - start
 
-    def _reward(self, trajectories: list) -> None:
-        for t in trajectories:
-            total = [0.0] * len(t.turns)
-            for fn, weight in self.rewards:
-                for i, r in enumerate(fn(t)):
-                    total[i] += weight * float(r)
-            t.rewards = total
-
     def evaluate(self, tag: str) -> Optional[dict]:
         """Held-out episodes (main process) with the same plan as ``agentgym eval``; writes ``eval/<tag>.json``.
 
@@ -203,31 +156,26 @@ class RLTrainer(Trainer):
         final horizon, and with ``eval.k > 1`` at temperature 0 sampling at
         ``rollout.temperature`` (said on stderr).
         """
-        from agentgym_core.evaluation import evaluate, plan_evaluation, select_tasks
+        from agentgym_core.evaluation import evaluate, plan_evaluation
 
         cfg = self.config
         summary = None
         if self.main:
             plan = plan_evaluation(cfg.eval, cfg.rollout, self.scheduler)
-            split = self.splits.get(plan.split)
-            if split is None:
+            if plan.split not in self.parts.env.splits:
                 raise ConfigError(f"eval.split {plan.split!r} is not a split of env {cfg.env.name!r} "
-                                  f"(it has {', '.join(self.splits)})")
+                                  f"(it has {', '.join(self.parts.env.splits)})")
             if plan.notice:
                 print(f"eval {tag}: {plan.notice}", file=sys.stderr, flush=True)
-            ckpt = self.rd.latest_checkpoint() if tag != "before" else None
+            ckpt = self.run_dir.latest_checkpoint() if tag != "before" else None
             model = str(ckpt) if ckpt is not None else cfg.model.path
             self.module.eval()
             summary, _ = self.loop.run_until_complete(evaluate(
-                self.engine, self.pool, select_tasks(split, plan.tasks), k=plan.k, max_turns=plan.max_turns,
-                instruction=self.instruction, action_format=self.action_format, agent_cfg=cfg.agent,
-                rollout_cfg=cfg.rollout, categories=self.categories, temperature=plan.temperature,
-                dump_path=self.rd.path / "eval" / f"{tag}_trajectories.jsonl", seed=cfg.run.seed,
-                max_context=cfg.model.max_context, chat_template=cfg.model.chat_template,
-                env_name=cfg.env.name, meta=plan.meta(model=model, env=cfg.env.name, env_info=self.env_info)))
+                self.parts, plan, model=model, dump_path=self.run_dir.path / "eval" / f"{tag}_trajectories.jsonl",
+                label=f"eval {tag}" if self.settings.progress else None))
             self.module.train()
-            self.rd.write_json(f"eval/{tag}.json", summary)
-        self.acc.wait_for_everyone()
+            self.run_dir.write_json(f"eval/{tag}.json", summary)
+        self.accelerator.wait_for_everyone()
         return summary
 
     def _save(self, step: int, horizon: int, last: dict[str, float], nonfinite: int) -> None:
@@ -238,22 +186,23 @@ class RLTrainer(Trainer):
         checksums = gather_object([param_hash(self.module)])
         if self.main:
             state = {
-                "step": step + 1, "horizon": horizon, "algorithm": self.tc.algorithm, "world_size": self.world,
+                "step": step + 1, "horizon": horizon, "algorithm": self.settings.algorithm, "world_size": self.world,
                 "scheduler": self.scheduler.state_dict(), "cursor": self.cursor.state_dict(),
                 "optimizer": self.optimizer.state_dict(), "lr_scheduler": self.lr_sched.state_dict(),
                 "rng": rngs, "nonfinite": nonfinite, "metrics": last, "param_sha256": checksums,
                 "value_head": self.module.value_head.state_dict() if self.module.value_head is not None else None,
                 "updater": self.updater.state_dict(),
             }
-            path = self.rd.save_checkpoint(step + 1, self.module.lm, self.tokenizer, state, self.tc.keep_checkpoints)
-            self.manager.hook.on_checkpoint(step=step, path=str(path), run_dir=str(self.rd.path))
-            render_curves(self.rd.path)
-        self.acc.wait_for_everyone()
+            path = self.run_dir.save_checkpoint(
+                step + 1, lambda folder: write_checkpoint(folder, self.module.lm, self.tokenizer, state),
+                self.settings.keep_checkpoints)
+            self.manager.hook.on_checkpoint(step=step, path=str(path), run_dir=str(self.run_dir.path))
+        self.accelerator.wait_for_everyone()
 
     def _restore(self) -> tuple[int, int]:
-        state = load_trainer_state(self.ckpt / "trainer_state.pt")
+        state = load_trainer_state(self.checkpoint / "trainer_state.pt")
         if state["world_size"] != self.world:
-            raise ResumeError(f"checkpoint {self.ckpt} was written by {state['world_size']} processes, "
+            raise ResumeError(f"checkpoint {self.checkpoint} was written by {state['world_size']} processes, "
                               f"this run has {self.world}; resume with --num-processes {state['world_size']}")
         self.optimizer.load_state_dict(state["optimizer"])
         self.lr_sched.load_state_dict(state["lr_scheduler"])
@@ -263,32 +212,32 @@ class RLTrainer(Trainer):
             self.module.value_head.load_state_dict(state["value_head"])
         self.updater.load_state_dict(state.get("updater") or {})
         set_rng_state(state["rng"][self.rank])
-        self.rd.truncate_metrics(state["step"])
+        self.run_dir.truncate_metrics(state["step"])
         return int(state["step"]), int(state.get("nonfinite", 0))
 
     # -- the loop ----------------------------------------------------------------------------
     def fit(self) -> dict[str, Any]:
         self._setup()
-        cfg, tc, hook = self.config, self.tc, self.manager.hook
-        run_dir = str(self.rd.path)
+        cfg, tc, hook = self.config, self.settings, self.manager.hook
+        run_dir = str(self.run_dir.path)
         if self.finished:  # a finished run, already evaluated: said before any model is loaded
             self._resumed_config()
-            self._nothing_to_train(checkpoint_step(self.ckpt) or 0)
+            self._nothing_to_train(checkpoint_step(self.checkpoint) or 0)
             if self.main:
                 print(f"resume: {run_dir}/eval/after.json already evaluates this checkpoint; not re-running it"
                       if cfg.eval.after else "resume: eval.after is false; nothing else to do",
                       file=sys.stderr, flush=True)
             return {}
-        start, nonfinite = self._restore() if self.ckpt is not None else (0, 0)
+        start, nonfinite = self._restore() if self.checkpoint is not None else (0, 0)
         self._resumed_config()
         done = start >= tc.steps
         if done:
             self._nothing_to_train(start)
         self._sync_engine()  # a resumed LoRA run: an engine with its own weights has the base model's
-        hook.on_run_start(run_dir=run_dir, config=cfg)
+        hook.on_run_start(run_dir=run_dir, config=cfg, main=self.main)
         status, last, done_steps = "failed", {}, start
         try:
-            if cfg.eval.before and start == 0 and not (self.rd.path / "eval" / "before.json").exists():
+            if cfg.eval.before and start == 0 and not (self.run_dir.path / "eval" / "before.json").exists():
                 self.summary["before"] = self.evaluate("before")
             self._bar = None if done else self._progress(start)
             for step in range(start, tc.steps):
@@ -304,8 +253,6 @@ class RLTrainer(Trainer):
                 self._bar = None
             if cfg.eval.after:  # (a finished run whose after.json is current returned above)
                 self.summary["after"] = self.evaluate("after")
-            if self.main and (not done or "after" in self.summary):
-                render_curves(self.rd.path, report=True)
             status = "completed"
         except KeyboardInterrupt:
             status = "interrupted"
@@ -313,24 +260,24 @@ class RLTrainer(Trainer):
         finally:
             if self._bar is not None:
                 self._bar.close()
-            hook.on_run_end(run_dir=run_dir, metrics=dict(last), status=status)
-            self.rd.close()
-            self._close_loop()
-            self.engine.close()
+            hook.on_run_end(run_dir=run_dir, metrics=dict(last), status=status, main=self.main)
+            if self.tensorboard is not None:
+                self.tensorboard.close()
+            self._close_loop()  # closes the env pool and the engine
             if status == "interrupted" and self.main:
                 print(self._interrupted(done_steps), file=sys.stderr, flush=True)
         return {**last, **{f"eval_{k}": v for k, v in self.summary.items()}}
 
     def _resumed_config(self) -> None:
-        if self.resume and self.main and self.rd.save_config(to_yaml(self.config)):
-            print(f"resume: saved the settings of this resume to {self.rd.path / 'config.yaml'} (the previous "
+        if self.resume and self.main and self.run_dir.save_config(to_yaml(self.config)):
+            print(f"resume: saved the settings of this resume to {self.run_dir.path / 'config.yaml'} (the previous "
                   "config is in config.prev.yaml), so a later --resume continues with them", file=sys.stderr, flush=True)
 
     def _nothing_to_train(self, start: int) -> None:
         if self.main:
-            run_dir = self.rd.path
-            print(f"resume: nothing to train: {run_dir} is complete (its checkpoint {self.ckpt.name} is at step "
-                  f"{start}, trainer.steps is {self.tc.steps}). To train longer, give a larger trainer.steps, e.g. "
+            run_dir = self.run_dir.path
+            print(f"resume: nothing to train: {run_dir} is complete (its checkpoint {self.checkpoint.name} is at step "
+                  f"{start}, trainer.steps is {self.settings.steps}). To train longer, give a larger trainer.steps, e.g. "
                   f"agentgym train --resume {run_dir} trainer.steps={2 * start}", file=sys.stderr, flush=True)
 
     def _close_loop(self) -> None:
@@ -338,7 +285,7 @@ class RLTrainer(Trainer):
         episodes) before closing it: a loop closed with pending tasks prints their tracebacks."""
         loop = self.loop
         try:
-            loop.run_until_complete(self.pool.aclose())
+            loop.run_until_complete(self.parts.aclose())
         finally:
             pending = [t for t in asyncio.all_tasks(loop) if not t.done()]
             for task in pending:
@@ -350,17 +297,17 @@ class RLTrainer(Trainer):
 
     def _interrupted(self, done: int) -> str:
         """The one line said on Ctrl-C: how far training got and what ``--resume`` would continue from."""
-        ckpt = self.rd.latest_checkpoint()
-        where = f"interrupted after {done} of {self.tc.steps} steps"
+        ckpt = self.run_dir.latest_checkpoint()
+        where = f"interrupted after {done} of {self.settings.steps} steps"
         if ckpt is not None:
-            return f"{where}; last checkpoint: {ckpt.name} (agentgym train --resume {self.rd.path} continues from it)"
-        return (f"{where}; no checkpoint yet (trainer.save_every={self.tc.save_every}), so there is nothing to "
+            return f"{where}; last checkpoint: {ckpt.name} (agentgym train --resume {self.run_dir.path} continues from it)"
+        return (f"{where}; no checkpoint yet (trainer.save_every={self.settings.save_every}), so there is nothing to "
                 "resume: start again with run.overwrite=true")
 
     def _step(self, step: int, nonfinite: int) -> tuple[dict[str, float], int]:
         from accelerate.utils import gather_object
 
-        cfg, tc = self.config, self.tc
+        cfg, tc = self.config, self.settings
         t0 = time.perf_counter()
         horizon = int(self.scheduler.max_turns(step))
         task_ids = self.cursor.take(cfg.rollout.tasks_per_step)  # same on every rank
@@ -371,15 +318,13 @@ class RLTrainer(Trainer):
         trajs, stats = self._rollout(tasks, horizon, step + 1, seed=seed)
         self.module.train()
         t1 = time.perf_counter()
-        self._reward(trajs)
+        self.parts.score(trajs)
         for t in trajs:
             t.step = step + 1
         everything = gather_object(trajs) if self.world > 1 else trajs
-        self.manager.hook.on_rollout_end(step=step, trajectories=trajs, run_dir=str(self.rd.path))
-        if self.main and cfg.rollout.dump_trajectories:
-            from agentgym_core.rollout.runner import dump_trajectories
-
-            dump_trajectories(everything, self.rd.path / "trajectories", step + 1)
+        self.manager.hook.on_rollout_end(step=step, trajectories=trajs, run_dir=str(self.run_dir.path))
+        if cfg.rollout.dump_trajectories:
+            self.run_dir.dump_trajectories(everything, step + 1)
         batch = build_batch(trajs, pad_id=self.tokenizer.pad_token_id or 0)
         train = self.updater.step(batch)
         self.lr_sched.step()
@@ -402,8 +347,9 @@ class RLTrainer(Trainer):
         metrics.update(self.updater.extra_metrics(train, self.world))  # lone_groups, clipfrac_lower, kl_coef
         self.scheduler.observe(step, metrics)
         if self.main:
-            self.rd.log(metrics)
-            self.manager.hook.on_step_end(step=step, metrics=metrics, run_dir=str(self.rd.path))
+            self.run_dir.log(metrics)
+            self.tensorboard.log(metrics)
+            self.manager.hook.on_step_end(step=step, metrics=metrics, run_dir=str(self.run_dir.path))
         self._check_env_failures(step, everything)
         return metrics, nonfinite
 
@@ -422,12 +368,12 @@ class RLTrainer(Trainer):
         if self.main:
             self._say(f"step {step + 1}: env {name!r} failed {len(failed)}/{len(trajs)} episodes: {error}")
         self.failed_steps = self.failed_steps + 1 if len(failed) == len(trajs) else 0
-        if self.failed_steps >= self.tc.max_failed_steps:
+        if self.failed_steps >= self.settings.max_failed_steps:
             raise EnvFailing(
                 f"env {name!r} failed every episode in {self.failed_steps} steps in a row "
-                f"(trainer.max_failed_steps={self.tc.max_failed_steps}), so nothing was trained; last error: "
+                f"(trainer.max_failed_steps={self.settings.max_failed_steps}), so nothing was trained; last error: "
                 f"{one_line(failed[-1].error or 'no error text', 300)}. Try the env by hand with "
-                f"`agentgym env play {name}`; every episode's error is in {self.rd.path / 'trajectories'}")
+                f"`agentgym env play {name}`; every episode's error is in {self.run_dir.path / 'trajectories'}")
 
     def _say(self, line: str) -> None:
         """One line on stderr that does not break the progress bar."""
@@ -437,8 +383,8 @@ class RLTrainer(Trainer):
             print(line, file=sys.stderr, flush=True)
 
     def _progress(self, start: int) -> Any:
-        if not (self.main and self.tc.progress):
+        if not (self.main and self.settings.progress):
             return None
         from tqdm.auto import tqdm
 
-        return tqdm(total=self.tc.steps, initial=start, desc="train", unit="step", dynamic_ncols=True)
+        return tqdm(total=self.settings.steps, initial=start, desc="train", unit="step", dynamic_ncols=True)

@@ -6,7 +6,7 @@ import random
 import numpy as np
 import pytest
 import torch
-from agentgym_trainer_rl.rundir import ResumeError, load_trainer_state, rng_state, set_rng_state
+from agentgym_trainer_rl.state import ResumeError, load_trainer_state, rng_state, set_rng_state
 
 
 def _draws() -> tuple:

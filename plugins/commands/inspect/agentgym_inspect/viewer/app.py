@@ -3,7 +3,7 @@
 API handlers are plain functions, so Starlette runs their file reads in worker threads.
 
 The page asks for one page of episode summaries at a time and for one episode when it is
-opened; the server answers from byte-offset indexes (:mod:`agentgym_core.runs`), so a step
+opened; the server answers from byte-offset indexes (:mod:`agentgym_inspect.runs`), so a step
 with thousands of episodes costs one indexing pass and then a seek per episode.
 """
 from __future__ import annotations
@@ -20,7 +20,7 @@ from starlette.responses import FileResponse, JSONResponse, Response
 from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 
-from ..evaluation import compare_rows
+from agentgym_core.evaluation import compare_rows
 from ..runs import Run, RunDirError, parse_for_index, step_of
 from .episode import episode_view, load_decoder, matches
 

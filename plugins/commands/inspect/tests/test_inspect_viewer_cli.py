@@ -10,8 +10,8 @@ import httpx
 from starlette.testclient import TestClient
 
 from agentgym_core.cli.main import main
-from agentgym_core.viewer.app import create_app
-from agentgym_core.viewer.sample import write_sample_run
+from agentgym_inspect.viewer.app import create_app
+from agentgym_inspect.viewer.sample import write_sample_run
 
 
 def test_view_command_serves_the_run(tmp_path):

@@ -7,8 +7,8 @@ import shutil
 import httpx
 import pytest
 
-from agentgym_core.viewer.sample import write_sample_run
-from agentgym_core.viewer.server import BackgroundViewer
+from agentgym_inspect.viewer.sample import write_sample_run
+from agentgym_inspect.viewer.server import BackgroundViewer
 
 STEP = "trajectories/step_000002"
 

@@ -14,7 +14,8 @@ pytest.importorskip("accelerate")
 pytest.importorskip("agentgym_env_babyai")
 
 sys.path.insert(0, str(Path(__file__).parent))
-from train_helpers import tiny_config, tiny_model_dir  # noqa: E402
+from agentgym_hf.testing import tiny_model_dir  # noqa: E402
+from rl_helpers import tiny_config  # noqa: E402
 
 
 @pytest.mark.slow

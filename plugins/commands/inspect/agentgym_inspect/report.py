@@ -11,7 +11,7 @@ import html
 from pathlib import Path
 from typing import Any
 
-from .evaluation import compare_rows, markdown_table, table_rows
+from agentgym_core.evaluation import compare_rows, markdown_table, table_rows
 from .runs import Run, step_of
 
 TEXT_LIMIT = 400
@@ -145,7 +145,7 @@ def write_report(run_dir: str | Path, *, episodes: int = 3, render: bool = True)
     plots: list[Path] = []
     note = ""
     if render:
-        from .errors import AgentGymError
+        from agentgym_core.errors import AgentGymError
         from .plots import render_plots
 
         try:

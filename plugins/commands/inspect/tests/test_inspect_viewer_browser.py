@@ -8,10 +8,10 @@ from pathlib import Path
 
 import pytest
 
-from agentgym_core.viewer.sample import write_sample_run
-from agentgym_core.viewer.server import BackgroundViewer
+from agentgym_inspect.viewer.sample import write_sample_run
+from agentgym_inspect.viewer.server import BackgroundViewer
 
-ARTIFACTS = Path(__file__).resolve().parents[2] / "test-artifacts"
+ARTIFACTS = Path(__file__).resolve().parents[4] / "test-artifacts"  # the repository root
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser") or shutil.which("google-chrome")
 DRIVER = shutil.which("chromedriver")
 

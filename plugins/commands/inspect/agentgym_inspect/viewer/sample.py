@@ -12,7 +12,7 @@ import random
 from pathlib import Path
 from typing import Any
 
-from ..evaluation import summarize
+from agentgym_core.evaluation import summarize
 
 WORDS = (
     "go to the red blue green ball key door box open pick up drop turn left right forward "

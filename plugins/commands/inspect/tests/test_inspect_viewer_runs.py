@@ -5,8 +5,8 @@ import json
 
 import pytest
 
-from agentgym_core.runs import Run, RunDirError, is_run_dir, load_summary, step_of
-from agentgym_core.viewer.sample import write_sample_run
+from agentgym_inspect.runs import Run, RunDirError, is_run_dir, load_summary, step_of
+from agentgym_inspect.viewer.sample import write_sample_run
 
 
 def test_index_grows_with_appended_lines_and_skips_partial_ones(tmp_path):
@@ -53,8 +53,9 @@ def test_missing_pieces_are_clear(tmp_path):
         Run(tmp_path / "nope")
     (tmp_path / "metrics.jsonl").write_text("")
     run = Run(tmp_path)
+    assert run.latest_checkpoint() is None
     with pytest.raises(RunDirError, match="no checkpoint"):
-        run.latest_checkpoint()
+        run.require_checkpoint()
     assert run.metrics() == [] and run.eval_results() == {} and run.trajectory_files() == []
 
 
@@ -68,7 +69,7 @@ def test_eval_results_accept_wrapped_summaries(tmp_path):
 
 
 def test_fast_index_parse_agrees_with_full_parse(tmp_path):
-    from agentgym_core.runs import parse_for_index
+    from agentgym_inspect.runs import parse_for_index
 
     run = write_sample_run(tmp_path / "r", steps=2, episodes_per_step=20, seed=5)
     for line in (run / "trajectories" / "step_000002.jsonl").read_bytes().splitlines(keepends=True):

@@ -1,24 +1,13 @@
-"""Shared by the trainer tests: a tiny random model folder and a tiny run config."""
+"""Shared by the rl trainer tests: a tiny run config, and an hf engine that keeps its own weights.
+
+The tiny model folder itself is ``agentgym_hf.testing.tiny_model_dir``.
+"""
 from __future__ import annotations
 
 from pathlib import Path
 
 
-def tiny_model_dir(root: Path) -> Path:
-    """Save a tiny random Llama with the SmolLM2 tokenizer (converted from the bundled GGUF) to *root*."""
-    target = root / "tiny-model"
-    if (target / "config.json").exists():
-        return target
-    from agentgym_hf.loading import load_tokenizer, tiny_random_model
-
-    tok = load_tokenizer("smollm2-135m-instruct")
-    model = tiny_random_model(tok, seed=3)
-    model.save_pretrained(str(target))
-    tok.save_pretrained(str(target))
-    return target
-
-
-def tiny_config(model: Path, out: Path, name: str = "tiny", **extra: str) -> list[str]:
+def tiny_config(model: Path, out: Path, name: str = "tiny", **extra: str | None) -> list[str]:
     """Dotlist overrides of a short babyai run with in-process envs."""
     items = {
         "run.name": name, "run.output_dir": str(out), "run.seed": "7",
@@ -32,15 +21,15 @@ def tiny_config(model: Path, out: Path, name: str = "tiny", **extra: str) -> lis
         "trainer.save_every": "1", "trainer.keep_checkpoints": "0", "trainer.local_envs": "true",
         "trainer.progress": "false",
     }
-    items.update(extra)
-    return [f"{k}={v}" for k, v in items.items()]
+    items.update(extra)  # a key given as None is dropped (another env's or scheduler's option)
+    return [f"{k}={v}" for k, v in items.items() if v is not None]
 
 
 def own_copy_engine_class():
     """An hf engine that loads its own copy of the weights from the model's folder, as vLLM does.
 
     The trainer must send it the policy's weights after every update
-    (``tests/train/test_train_weight_sync.py``).
+    (``test_rl_weight_sync.py``).
     """
     from agentgym_engine_hf.engine import HFEngine
 
@@ -54,7 +43,7 @@ def own_copy_engine_class():
     return OwnCopyEngine
 
 
-def __getattr__(name):  # "train_helpers:OwnCopyEngine" as a registry import string, built on first use
+def __getattr__(name):  # "rl_helpers:OwnCopyEngine" as a registry import string, built on first use
     if name == "OwnCopyEngine":
         return own_copy_engine_class()
     raise AttributeError(name)

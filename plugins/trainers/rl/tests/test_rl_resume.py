@@ -16,7 +16,8 @@ pytest.importorskip("agentgym_env_babyai")
 pytest.importorskip("agentgym_engine_hf")
 
 sys.path.insert(0, str(Path(__file__).parent))
-from train_helpers import tiny_config, tiny_model_dir  # noqa: E402
+from agentgym_hf.testing import tiny_model_dir  # noqa: E402
+from rl_helpers import tiny_config  # noqa: E402
 
 ENV = dict(os.environ, OMP_NUM_THREADS="1", AGENTGYM_LOAD_PLUGINS="babyai,hf,rl,scaling")
 CLI = [sys.executable, "-m", "agentgym_core.cli.main", "train"]

@@ -8,9 +8,9 @@ import sys
 import pytest
 
 from agentgym_core.cli.main import main
-from agentgym_core.plots import render_plots
-from agentgym_core.report import write_report
-from agentgym_core.viewer.sample import write_sample_run
+from agentgym_inspect.plots import render_plots
+from agentgym_inspect.report import write_report
+from agentgym_inspect.viewer.sample import write_sample_run
 
 
 @pytest.fixture(scope="module")
@@ -19,8 +19,8 @@ def run(tmp_path_factory):
 
 
 def test_core_modules_import_no_matplotlib_or_torch():
-    code = ("import sys, agentgym_core.evaluation, agentgym_core.runs, agentgym_core.plots, agentgym_core.report, "
-            "agentgym_core.viewer.app, agentgym_core.cli.eval_cmd, agentgym_core.cli.view_cmd, agentgym_core.cli.report_cmd;"
+    code = ("import sys, agentgym_core.evaluation, agentgym_inspect.runs, agentgym_inspect.plots, agentgym_inspect.report, "
+            "agentgym_inspect.viewer.app, agentgym_core.cli.eval_cmd, agentgym_inspect.view_cmd, agentgym_inspect.report_cmd;"
             "print(sorted(m for m in ('matplotlib', 'torch', 'transformers') if m in sys.modules))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "[]"

@@ -1,14 +1,10 @@
-"""Reading a run directory: config, metrics, checkpoints, eval results and trajectories.
+"""Browsing a run's episodes: trajectory files indexed by byte offset, episodes read lazily.
 
 Trajectory files (``trajectories/step_000001.jsonl``, one ``Trajectory.to_dict()`` a line)
 can hold thousands of long episodes, so they are indexed once by byte offset, with a small
 summary per episode, and single episodes are read lazily by seeking. An index grows
-incrementally when the trainer appends to a file.
-
-Layout::
-
-    runs/<name>/config.yaml  metrics.jsonl  tb/  plots/  eval/before.json  eval/after.json
-                trajectories/step_000001.jsonl  checkpoints/step_000010/  checkpoints/latest
+incrementally when the trainer appends to a file. Everything else about a run directory
+(layout, config, metrics, checkpoints, evaluations) is core's :mod:`agentgym_core.rundir`.
 """
 from __future__ import annotations
 
@@ -21,27 +17,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from .errors import AgentGymError
+from agentgym_core.rundir import RunDir, RunDirError, is_run_dir, load_summary, step_of
 
-
-class RunDirError(AgentGymError):
-    """A path is not a run directory, or lacks what a command needs."""
-
-
-_STEP_RE = re.compile(r"step_(\d+)")
-
-
-def is_run_dir(path: str | os.PathLike) -> bool:
-    """True when *path* looks like a run directory (not a bare model folder)."""
-    p = Path(path)
-    return p.is_dir() and any((p / name).exists() for name in ("metrics.jsonl", "checkpoints", "trajectories"))
-
-
-def step_of(name: str) -> int | None:
-    """``step_000010`` (also as a path or ``.jsonl`` file) -> 10; anything else (``.tmp-step_000010``) -> None."""
-    base = Path(name).name
-    m = _STEP_RE.fullmatch(base[: -len(".jsonl")] if base.endswith(".jsonl") else base)
-    return int(m.group(1)) if m else None
+__all__ = ["EpisodeSummary", "Run", "RunDirError", "TrajectoryIndex", "is_run_dir", "load_summary", "step_of"]
 
 
 @dataclass
@@ -173,102 +151,19 @@ class TrajectoryIndex:
             return json.loads(f.read(ep.length))
 
 
-class Run:
-    """A run directory, read lazily; indexes of trajectory files are cached per instance."""
+class Run(RunDir):
+    """A run directory to browse: :class:`~agentgym_core.rundir.RunDir` plus cached trajectory indexes."""
 
     def __init__(self, path: str | os.PathLike) -> None:
-        self.path = Path(path)
+        super().__init__(path)
         if not self.path.is_dir():
             raise RunDirError(f"run directory {str(self.path)!r} does not exist; pass runs/<name> of a training run")
         self._indexes: dict[str, TrajectoryIndex] = {}
         self._lock = threading.Lock()
 
-    @property
-    def name(self) -> str:
-        return self.path.resolve().name
-
-    # -- config and metrics ----------------------------------------------------------------
-    def config_text(self) -> str:
-        p = self.path / "config.yaml"
-        return p.read_text(encoding="utf-8") if p.is_file() else ""
-
-    def config(self) -> dict[str, Any]:
-        text = self.config_text()
-        if not text:
-            return {}
-        from omegaconf import OmegaConf
-
-        try:
-            data = OmegaConf.to_container(OmegaConf.create(text), resolve=False)
-        except Exception:
-            return {}
-        return data if isinstance(data, dict) else {}
-
-    def metrics(self) -> list[dict[str, Any]]:
-        """Rows of ``metrics.jsonl`` in file order (unparseable lines are skipped)."""
-        p = self.path / "metrics.jsonl"
-        rows: list[dict[str, Any]] = []
-        if not p.is_file():
-            return rows
-        with open(p, encoding="utf-8") as f:
-            for line in f:
-                line = line.strip()
-                if not line:
-                    continue
-                try:
-                    row = json.loads(line)
-                except ValueError:
-                    continue
-                if isinstance(row, dict):
-                    rows.append(row)
-        return rows
-
-    def eval_results(self) -> dict[str, dict[str, Any]]:
-        """``{"before": summary, "after": summary, ...}`` from ``eval/*.json``."""
-        out: dict[str, dict[str, Any]] = {}
-        d = self.path / "eval"
-        if not d.is_dir():
-            return out
-        for p in sorted(d.glob("*.json"), key=lambda p: (p.stem != "before", p.stem != "after", p.stem)):
-            summary = load_summary(p)
-            if summary is not None:
-                out[p.stem] = summary
-        return out
-
-    # -- checkpoints -----------------------------------------------------------------------
-    def checkpoints(self) -> list[Path]:
-        d = self.path / "checkpoints"
-        if not d.is_dir():
-            return []
-        found = [p for p in d.iterdir() if p.is_dir() and not p.is_symlink() and step_of(p.name) is not None]
-        return sorted(found, key=lambda p: step_of(p.name) or 0)
-
-    def latest_checkpoint(self) -> Path:
-        """The checkpoint ``checkpoints/latest`` points to (a link, or a file naming it), else the last step."""
-        d = self.path / "checkpoints"
-        latest = d / "latest"
-        if latest.is_dir():
-            return latest.resolve()
-        if latest.is_file():
-            target = latest.read_text(encoding="utf-8").strip()
-            cand = Path(target) if os.path.isabs(target) else d / target
-            if cand.is_dir():
-                return cand
-        ckpts = self.checkpoints()
-        if not ckpts:
-            raise RunDirError(
-                f"run {str(self.path)!r} has no checkpoint under checkpoints/; "
-                "train longer (checkpoints are written every trainer.save_every steps) or pass a model folder"
-            )
-        return ckpts[-1]
-
     def tokenizer_dir(self) -> Path | None:
         """A folder with ``tokenizer.json`` for decoding token ids: a checkpoint or the config's model."""
-        cands: list[Path] = []
-        try:
-            cands.append(self.latest_checkpoint())
-        except RunDirError:
-            pass
+        cands: list[Path] = [c for c in (self.latest_checkpoint(),) if c is not None]
         cands += reversed(self.checkpoints())
         model_path = (self.config().get("model") or {}).get("path")
         if isinstance(model_path, str):
@@ -279,15 +174,6 @@ class Run:
         return None
 
     # -- trajectories ----------------------------------------------------------------------
-    def trajectory_files(self) -> list[str]:
-        """Keys of trajectory files: ``trajectories/step_000001`` ..., then eval dumps, by step."""
-        keys = []
-        for sub in ("trajectories", "eval"):
-            d = self.path / sub
-            if d.is_dir():
-                keys += [f"{sub}/{p.stem}" for p in d.glob("*.jsonl") if p.is_file()]
-        return sorted(keys, key=lambda k: (not k.startswith("trajectories/"), step_of(k) is None, step_of(k) or 0, k))
-
     def trajectory_key(self, key: str) -> str:
         """*key* as :meth:`trajectory_files` names it: a ``.jsonl`` suffix is dropped, and an empty
         key means the latest training step's file (else the first eval dump)."""
@@ -319,16 +205,3 @@ class Run:
             if key.startswith("trajectories/"):
                 for ep in self.trajectory_index(key).episodes:
                     yield key, ep
-
-
-def load_summary(path: str | os.PathLike) -> dict[str, Any] | None:
-    """An evaluation summary from JSON (ours, or wrapped as ``{"summary": ...}``); None if not one."""
-    try:
-        data = json.loads(Path(path).read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return None
-    if isinstance(data, dict) and "overall" not in data and isinstance(data.get("summary"), dict):
-        data = data["summary"]
-    if not isinstance(data, dict) or "overall" not in data:
-        return None
-    return data

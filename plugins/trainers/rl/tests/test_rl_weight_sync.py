@@ -20,7 +20,8 @@ pytest.importorskip("agentgym_env_babyai")
 pytest.importorskip("agentgym_engine_hf")
 
 sys.path.insert(0, str(Path(__file__).parent))
-from train_helpers import tiny_config, tiny_model_dir  # noqa: E402
+from agentgym_hf.testing import tiny_model_dir  # noqa: E402
+from rl_helpers import tiny_config  # noqa: E402
 
 from agentgym_core import hookimpl  # noqa: E402
 
@@ -29,7 +30,7 @@ class OwnCopyPlugin:
     @staticmethod
     @hookimpl
     def register_engines(registry):
-        registry.add("hf_own_copy", "train_helpers:OwnCopyEngine")
+        registry.add("hf_own_copy", "rl_helpers:OwnCopyEngine")
 
 
 def _tiny_lm():

@@ -10,8 +10,8 @@ import click
 @click.option("--no-plots", is_flag=True, help="Do not re-render the curves (use plots/ as it is).")
 def report(run: str, episodes: int, no_plots: bool) -> None:
     """Write an HTML and a Markdown report of RUN: config, curves, eval table, best and worst episodes."""
-    from agentgym_core.report import write_report
-    from agentgym_core.runs import RunDirError, is_run_dir
+    from agentgym_inspect.report import write_report
+    from agentgym_inspect.runs import RunDirError, is_run_dir
 
     if not is_run_dir(run):
         raise RunDirError(f"{run!r} is not a run directory (no metrics.jsonl, checkpoints/ or trajectories/); pass runs/<name>")

@@ -12,11 +12,11 @@ import click
               help="Write a synthetic sample run into this folder and view it (to try the viewer).")
 def view(run: str | None, port: int, open_browser: bool, sample: str | None) -> None:
     """Serve a page to browse RUN: steps, episodes (filter, search), each episode turn by turn."""
-    from agentgym_core.runs import RunDirError, is_run_dir
-    from agentgym_core.viewer.server import serve
+    from agentgym_inspect.runs import RunDirError, is_run_dir
+    from agentgym_inspect.viewer.server import serve
 
     if sample:
-        from agentgym_core.viewer.sample import write_sample_run
+        from agentgym_inspect.viewer.sample import write_sample_run
 
         run = str(write_sample_run(sample, steps=12, episodes_per_step=64))
     if not run:

@@ -20,7 +20,8 @@ pytest.importorskip("agentgym_engine_hf")
 pytest.importorskip("agentgym_trainer_rl")
 
 sys.path.insert(0, str(Path(__file__).parent))
-from train_helpers import tiny_config, tiny_model_dir  # noqa: E402
+from agentgym_hf.testing import tiny_model_dir  # noqa: E402
+from rl_helpers import tiny_config  # noqa: E402
 
 pytestmark = pytest.mark.slow
 ENV = dict(os.environ, OMP_NUM_THREADS="1", AGENTGYM_LOAD_PLUGINS="babyai,hf,rl,scaling")
@@ -137,7 +138,7 @@ def test_ctrl_c_says_where_to_resume_without_asyncio_noise(model, tmp_path):
                             start_new_session=True)
     try:
         deadline = time.monotonic() + 200
-        while not (run / "plots" / "loss.png").exists():  # drawn last when step 1's checkpoint is saved
+        while not (run / "checkpoints" / "latest").exists():  # step 1 checkpointed (trainer.save_every=1)
             assert proc.poll() is None, proc.communicate()[1][-3000:]
             assert time.monotonic() < deadline, "no checkpoint was written"
             time.sleep(0.05)

@@ -1,0 +1,218 @@
+"""The parts of a run, assembled in one place from a config and the plugin manager.
+
+``agentgym train``, ``eval``, ``rollout``, ``LLMAgent`` and the trainer's own evaluations all
+play episodes with the same parts: an engine, an env pool, the env's typed description
+(:class:`~agentgym_core.env.spec.EnvSpec`: task ids per split, categories), the agent's
+settings, the scheduler and the rewards. :func:`assemble` builds them, in that order of
+cost (the model loads last, after the env has been checked); :class:`RunParts` holds them
+and is what :func:`~agentgym_core.rollout.runner.rollout` and
+:func:`~agentgym_core.evaluation.evaluate` take.
+
+    parts = await assemble(cfg, manager, local=True)   # env pool, env spec, scheduler, rewards
+    parts.load_engine(cfg.model.path)                  # or the trainer's live model
+    trajectories = await rollout(parts, [(task_id, 0)], max_turns=6)
+    await parts.aclose()
+"""
+from __future__ import annotations
+
+import dataclasses
+import logging
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from .env.spec import EnvSpec
+from .errors import ConfigError
+from .rollout.actions import check_format
+
+
+@dataclass(frozen=True)
+class AgentSettings:
+    """How the agent plays an episode: prompt layout, action format, sampling and token budgets.
+
+    Built from the config's ``agent``, ``rollout`` and ``model`` sections
+    (:meth:`from_config`); the defaults are those sections' defaults.
+    """
+
+    #: Extra system prompt before the env's instruction.
+    system_prompt: str | None = None
+    #: Action format override (None: the env's own).
+    action_format: str | None = None
+    #: Keep only the last K turns in the model's prompt (0: all).
+    history_window: int = 0
+    #: ``system``, ``before_observation`` or ``after_observation``.
+    instruction_position: str = "system"
+    temperature: float = 1.0
+    top_p: float = 1.0
+    max_new_tokens: int = 64
+    #: Tokens an episode may reach in all (prompt and every turn).
+    max_episode_tokens: int = 2048
+    #: The model's context: an episode ends (``context``) before its prompt outgrows it (None: no cap).
+    max_context: int | None = None
+    chat_template: str | None = None
+    #: Episodes in flight at once.
+    concurrency: int = 16
+    lockstep: bool = False
+    #: Base seed of sampling (each episode and turn derives its own); None: not reproducible.
+    seed: int | None = None
+
+    @classmethod
+    def from_config(cls, cfg: Any) -> "AgentSettings":
+        agent, roll, model = cfg.agent, cfg.rollout, cfg.model
+        return cls(
+            system_prompt=agent.system_prompt, action_format=agent.action_format,
+            history_window=int(agent.history_window), instruction_position=agent.instruction_position,
+            temperature=float(roll.temperature), top_p=float(roll.top_p), max_new_tokens=int(roll.max_new_tokens),
+            max_episode_tokens=int(roll.max_episode_tokens), max_context=int(model.max_context),
+            chat_template=model.chat_template, concurrency=int(roll.concurrency), lockstep=bool(roll.lockstep),
+            seed=int(cfg.run.seed),
+        )
+
+    def replace(self, **changes: Any) -> "AgentSettings":
+        return dataclasses.replace(self, **changes)
+
+
+@dataclass
+class RunParts:
+    """Everything episodes are played with; see the module docstring."""
+
+    pool: Any
+    env: EnvSpec
+    agent: AgentSettings = field(default_factory=AgentSettings)
+    engine: Any = None
+    scheduler: Any = None
+    #: ``(reward component, weight)`` pairs, summed per turn by :meth:`score`.
+    rewards: list[tuple[Any, float]] = field(default_factory=list)
+    config: Any = None
+    manager: Any = None
+    #: Close the engine in :meth:`aclose` (False: the caller owns it, e.g. ``LLMAgent``).
+    owns_engine: bool = True
+
+    @property
+    def action_format(self) -> str:
+        """The format replies are parsed in: ``agent.action_format`` if set, else the env's own."""
+        return check_format(self.agent.action_format or self.env.action_format)
+
+    def load_engine(self, model: Any, tokenizer: Any = None) -> Any:
+        """Build the configured engine on *model*: a path or alias (loaded with ``model.dtype`` and
+        the chat template), or a live ``nn.Module`` with its *tokenizer* (the trainer's policy)."""
+        from .config import build_component
+
+        if self.config is None or self.manager is None:
+            raise ConfigError("RunParts.load_engine needs parts made by assemble() (a config and a plugin manager)")
+        if isinstance(model, str) or hasattr(model, "__fspath__"):
+            self.engine = build_component(self.manager, "engines", self.config.engine, str(model),
+                                          dtype=self.config.model.dtype, chat_template=self.config.model.chat_template)
+        else:
+            self.engine = build_component(self.manager, "engines", self.config.engine, model, tokenizer=tokenizer)
+        return self.engine
+
+    def score(self, trajectories: Sequence[Any]) -> None:
+        """Fill each trajectory's per-turn ``rewards``: the weighted sum of the reward components."""
+        for t in trajectories:
+            total = [0.0] * len(t.turns)
+            for fn, weight in self.rewards:
+                for i, r in enumerate(fn(t)):
+                    total[i] += weight * float(r)
+            t.rewards = total
+
+    async def aclose(self) -> None:
+        """Close the env pool (stopping launched servers) and, if owned, the engine."""
+        try:
+            if self.pool is not None:
+                await self.pool.aclose()
+        finally:
+            if self.engine is not None and self.owns_engine:
+                self.engine.close()
+
+
+async def assemble(cfg: Any, manager: Any = None, *, local: bool = False, model: Any = None,
+                   tokenizer: Any = None) -> RunParts:
+    """The parts of the run *cfg* describes (a validated run config).
+
+    Opens the env pool (``local``: envs in this process; else ``env.urls`` or freshly launched
+    servers), reads the env's description, builds the scheduler and rewards, and, when *model*
+    is given, the engine (see :meth:`RunParts.load_engine`). On any failure what was opened is
+    closed again.
+    """
+    from .config import build_component
+    from .env.launcher import open_env_pool
+
+    if manager is None:
+        from .plugins import get_plugin_manager
+
+        manager = get_plugin_manager()
+    if "env" not in cfg:
+        raise ConfigError("the run config has no 'env' section: say which env to use (env: {name: babyai})")
+    pool = open_env_pool(cfg.env, manager, local=local)
+    parts = RunParts(pool=pool, env=None, config=cfg, manager=manager)  # type: ignore[arg-type]
+    try:
+        parts.env = await pool.spec(cfg.env.name)
+        parts.agent = AgentSettings.from_config(cfg)
+        parts.scheduler = build_component(manager, "schedulers", cfg.scheduler)
+        parts.rewards = [(build_component(manager, "rewards", r), float(r.weight)) for r in cfg.rewards]
+        if model is not None:
+            parts.load_engine(model, tokenizer)
+    except BaseException:
+        await parts.aclose()
+        raise
+    return parts
+
+
+def local_parts(engine: Any, env: Any, *, name: str | None = None, agent: AgentSettings | None = None,
+                instruction: str | None = None, owns_engine: bool = False, **settings: Any) -> RunParts:
+    """Parts for playing a ``BaseEnv`` subclass, factory or instance in this process with *engine*,
+    without a run config (``LLMAgent.infer``, tests, benchmarks). *settings* are
+    :class:`AgentSettings` fields; *instruction* replaces the env's."""
+    import functools
+
+    from .env.base import BaseEnv
+    from .env.pool import LocalEnvPool
+
+    if isinstance(env, BaseEnv):
+        instance = env
+        factory = functools.partial(_Borrowed, instance)
+        label = name or type(instance).__name__
+    else:
+        factory = env
+        instance = None
+        label = name or getattr(env, "__name__", None) or getattr(getattr(env, "func", None), "__name__", "env")
+    pool = LocalEnvPool(factory, name=label)
+    probe = instance if instance is not None else pool.describer()
+    spec = EnvSpec.from_env(probe, name=label)
+    if instruction is not None:
+        spec = dataclasses.replace(spec, instruction=instruction)
+    settings_obj = (agent or AgentSettings()).replace(**settings) if settings else (agent or AgentSettings())
+    return RunParts(pool=pool, env=spec, agent=settings_obj, engine=engine, owns_engine=owns_engine)
+
+
+class _Borrowed:
+    """Lends a caller's env instance to episodes without closing it (its owner does)."""
+
+    def __init__(self, env: Any) -> None:
+        self._env = env
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._env, name)
+
+    def close(self) -> None:
+        pass
+
+
+_told: set[tuple[str, str, str]] = set()
+
+
+def say_format_override(parts: RunParts) -> None:
+    """Say once per process that agent.action_format overrides what the env's instruction asks for."""
+    declared, used = check_format(parts.env.action_format), parts.action_format
+    key = (parts.env.name, declared, used)
+    if declared == used or key in _told:
+        return
+    _told.add(key)
+    example = {"react": '"Thought: ... Action: X"', "tags": '"<action>X</action>"', "free": "a bare action"}[declared]
+    read_as = {"react": "'Thought: ... Action: X'", "tags": "<action>X</action>",
+               "free": "the action itself (the whole reply)"}[used]
+    logging.getLogger("agentgym.rollout").warning(
+        "agent.action_format=%s overrides env %r's %s format: its instruction asks for replies like %s, which are "
+        "now read as %s. Drop agent.action_format to use the env's own.", used, parts.env.name, declared, example,
+        read_as)
