@@ -1,4 +1,4 @@
-"""Registers ``view`` and ``report`` and draws curves and the report during training (hooks only)."""
+"""Registers ``view``, ``report`` and ``compare`` and draws curves and the report during training (hooks only)."""
 from agentgym_core import hookimpl
 
 
@@ -6,6 +6,8 @@ from agentgym_core import hookimpl
 def register_commands(registry):
     registry.add("report", "agentgym_inspect.report_cmd:report", description="Write an HTML/Markdown report of a run.")
     registry.add("view", "agentgym_inspect.view_cmd:view", description="Browse a run's episodes in a local web page.")
+    registry.add("compare", "agentgym_inspect.compare_cmd:compare",
+                 description="Overlay several runs' curves (seeds as mean and band) with their evaluations.")
 
 
 @hookimpl
