@@ -59,16 +59,42 @@ def test_static_facts():
     assert (npu.dist_backend, npu.visible_devices_env()) == ("hccl", "ASCEND_RT_VISIBLE_DEVICES")
 
 
-@needs_no_gpu
-def test_cuda_unavailable_on_cpu_torch_says_why(manager):
+def _check_cuda_unavailable(manager, reason_start):
     ok, why = CUDABackend().is_available()
-    assert not ok and "without CUDA" in why and "\n" not in why
+    assert not ok and why.startswith(reason_start) and "\n" not in why
     assert not CUDABackend().supports_bf16()
+    assert CUDABackend().device_count() == 0
     with pytest.raises(BackendUnavailableError) as info:
         resolve_backend(manager, {"name": "cuda"})
     msg = str(info.value)
-    assert msg.startswith("backend 'cuda' requested but torch ") and msg.endswith("or use backend: cpu")
+    assert msg.startswith(f"backend 'cuda' requested but {reason_start}") and msg.endswith("or use backend: cpu")
     assert "\n" not in msg
+
+
+@needs_no_gpu
+def test_cuda_unavailable_without_a_gpu_says_why(manager):
+    """Either torch build on a machine without a GPU: a CPU build (download.pytorch.org/whl/cpu)
+    is built without CUDA; a CUDA build (PyPI's default on Linux) finds no device."""
+    if torch.version.cuda is None:
+        _check_cuda_unavailable(manager, f"torch {torch.__version__} is built without CUDA")
+    else:
+        _check_cuda_unavailable(manager, "no CUDA device is visible (")
+
+
+def test_cuda_unavailable_with_a_cpu_build_of_torch(manager, monkeypatch):
+    monkeypatch.setattr(torch.version, "cuda", None)  # what a CPU build of torch reports
+    _check_cuda_unavailable(manager, f"torch {torch.__version__} is built without CUDA (torch.version.cuda is None)")
+
+
+def test_cuda_unavailable_with_a_cuda_build_and_no_device(manager, monkeypatch):
+    # What a CUDA build of torch reports on a machine without an NVIDIA driver or device.
+    monkeypatch.setattr(torch.version, "cuda", "13.0")
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
+    monkeypatch.setattr(torch.cuda, "device_count", lambda: 0)
+    monkeypatch.delenv("CUDA_VISIBLE_DEVICES", raising=False)
+    _check_cuda_unavailable(manager, "no CUDA device is visible (CUDA_VISIBLE_DEVICES is unset)")
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "")
+    _check_cuda_unavailable(manager, "no CUDA device is visible (CUDA_VISIBLE_DEVICES='')")
 
 
 def test_npu_without_torch_npu_names_the_import_error(manager, monkeypatch):
