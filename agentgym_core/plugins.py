@@ -5,12 +5,16 @@ Discovery is visible (``agentgym plugins``) and switchable:
 * ``AGENTGYM_LOAD_PLUGINS=a,b`` loads only those entry points (empty string: none);
 * ``AGENTGYM_DISABLE_PLUGINS=a,b`` skips those.
 
+A name in either that no installed plugin has is a warning (a misspelling would otherwise
+silently load nothing, or leave a broken plugin loaded).
+
 Core's own defaults (``fixed`` scheduler, ``success`` reward, ``cpu`` backend) are the
 internal plugin ``core`` and go through the same hooks; the switches do not affect it.
 """
 from __future__ import annotations
 
 import importlib
+import logging
 import os
 from dataclasses import dataclass, field
 from importlib import metadata
@@ -135,6 +139,8 @@ class PluginManager:
                     f"AGENTGYM_DISABLE_PLUGINS={ep.name}"
                 ) from exc
             self.register(module, ep.name, distribution=dist, version=version)
+        for var, names in (("AGENTGYM_LOAD_PLUGINS", allow or []), ("AGENTGYM_DISABLE_PLUGINS", sorted(block))):
+            _warn_unknown(var, [n for n in names if n not in seen], seen)
 
     # -- registries ------------------------------------------------------------------------
     def _register_components(self, only: str | None = None) -> None:
@@ -198,6 +204,17 @@ def _invalid_hook_message(name: str, distribution: str | None, exc: Exception) -
 
 def _dist(distribution: str | None) -> str:
     return f" (distribution {distribution!r})" if distribution else ""
+
+
+def _warn_unknown(var: str, unknown: list[str], installed: set[str]) -> None:
+    """Say which names in switch *var* no installed plugin has (the switch ignores them)."""
+    from .errors import did_you_mean
+
+    for name in unknown:
+        logging.getLogger("agentgym.plugins").warning(
+            "%s names %r, but no installed plugin is called that, so it is ignored.%s Installed plugins: %s "
+            "(`agentgym plugins` lists them).", var, name, did_you_mean(name, installed),
+            ", ".join(sorted(installed)) or "none")
 
 
 def _version(dist: str) -> str | None:

@@ -215,3 +215,32 @@ def test_import_core_imports_no_torch():
 def test_get_plugin_manager_is_cached():
     assert get_plugin_manager() is get_plugin_manager()
     assert get_plugin_manager(fresh=True) is not get_plugin_manager()
+
+
+def test_unknown_names_in_the_plugin_switches_warn(monkeypatch, caplog):
+    """A misspelt AGENTGYM_LOAD_PLUGINS would load nothing in silence: it warns, naming the installed plugins."""
+    from importlib import metadata
+
+    from agentgym_core.plugins import PluginManager
+
+    installed = sorted({ep.name for ep in metadata.entry_points(group="agentgym")})
+    if "babyai" not in installed:
+        pytest.skip("needs the babyai plugin installed (scripts/setup.sh installs it)")
+    monkeypatch.setenv("AGENTGYM_LOAD_PLUGINS", "babyia,babyai")
+    monkeypatch.setenv("AGENTGYM_DISABLE_PLUGINS", "nosuch")
+    manager = PluginManager()
+    with caplog.at_level("WARNING", logger="agentgym.plugins"):
+        manager.load_entrypoints()
+    assert sorted(manager.plugins) == ["babyai"]  # the known name still loads
+    messages = [r.getMessage() for r in caplog.records if r.name == "agentgym.plugins"]
+    assert len(messages) == 2, messages
+    load, disable = messages
+    assert load.startswith("AGENTGYM_LOAD_PLUGINS names 'babyia', but no installed plugin is called that")
+    assert "Did you mean 'babyai'?" in load and ", ".join(installed) in load
+    assert disable.startswith("AGENTGYM_DISABLE_PLUGINS names 'nosuch'") and "Did you mean" not in disable
+    caplog.clear()
+    monkeypatch.setenv("AGENTGYM_LOAD_PLUGINS", "babyai")
+    monkeypatch.delenv("AGENTGYM_DISABLE_PLUGINS")
+    with caplog.at_level("WARNING", logger="agentgym.plugins"):
+        PluginManager().load_entrypoints()
+    assert not [r for r in caplog.records if r.name == "agentgym.plugins"]
