@@ -54,10 +54,32 @@ def register_$registry(registry):
 
 COMPONENTS = {
     "env": '''\
-"""A guessing game: find the number between 1 and 20 from "higher"/"lower" hints."""
-import random
+"""A guessing game: find the number between 1 and 20 from "higher"/"lower" hints.
 
-from agentgym_core import BaseEnv
+The whole BaseEnv contract is in docs/plugins.md of the AgentGym repository.
+"""
+import random
+from dataclasses import dataclass
+
+from agentgym_core import BaseEnv, ConfigError
+
+
+@dataclass
+class ${cls}Config:
+    """Options of the ``$name`` env: the ``env`` section of a run config
+    (``env: {name: $name, max_guesses: 6}``) or ``agentgym env play $name --options '{"max_guesses": 6}'``.
+    The fields are ``__init__``'s keywords, with the same defaults; a bad value fails when the
+    config loads, before anything starts."""
+
+    #: Guesses before the episode ends as a failure.
+    max_guesses: int = 10
+    #: Held-out tasks (the test split), after the 1,000 training tasks.
+    test_tasks: int = 100
+
+    def __post_init__(self):
+        for key, value in (("max_guesses", self.max_guesses), ("test_tasks", self.test_tasks)):
+            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+                raise ConfigError(f"env.{key} must be an integer >= 1, got {value!r}")
 
 
 class $cls(BaseEnv):
@@ -66,21 +88,41 @@ class $cls(BaseEnv):
         "secret is higher or lower.\\nReply as: Thought: <reasoning> Action: guess <number>"
     )
     action_format = "react"
+    Config = ${cls}Config
+
+    def __init__(self, max_guesses: int = 10, test_tasks: int = 100):
+        super().__init__()
+        config = ${cls}Config(max_guesses, test_tasks)  # raises ConfigError naming a bad option
+        self.max_guesses, self.test_tasks = config.max_guesses, config.test_tasks
+        self.secret, self.guesses = 0, 0
 
     def splits(self):
-        return {"train": range(0, 1000), "test": range(1000, 1100)}
+        return {"train": range(0, 1000), "test": range(1000, 1000 + self.test_tasks)}
+
+    def category(self, task_id):
+        """Evaluations report success per category."""
+        return "low" if self._secret_of(task_id) <= 10 else "high"
+
+    @staticmethod
+    def _secret_of(task_id):
+        return random.Random(task_id).randint(1, 20)
 
     def reset(self, *, task_id=None, seed=None):
-        self.secret = random.Random(task_id if task_id is not None else seed).randint(1, 20)
-        return "I picked a number between 1 and 20."
+        if task_id is None:  # no task id: a random training task
+            task_id = random.Random(seed).choice(self.splits()["train"])
+        self.secret, self.guesses = self._secret_of(task_id), 0
+        return f"I picked a number between 1 and 20. You have {self.max_guesses} guesses."
 
     def step(self, action):
         parts = action.split()
         if len(parts) != 2 or parts[0] != "guess" or not parts[1].isdigit():
             return "Invalid action. Use: guess <number>", 0.0, False, {"invalid_action": True}
         guess = int(parts[1])
+        self.guesses += 1
         if guess == self.secret:
             return "Correct!", 1.0, True, {"success": True}
+        if self.guesses >= self.max_guesses:
+            return f"Out of guesses: it was {self.secret}.", 0.0, True, {"success": False}
         return ("Higher." if guess < self.secret else "Lower."), 0.0, False, {}
 ''',
     "reward": '''\
@@ -154,13 +196,31 @@ class $cls(Backend):
 
 TESTS = {
     "env": '''\
-from agentgym_core.testing import check_env
+import pytest
+
+from agentgym_core import ConfigError
+from agentgym_core.testing import check_env, play_over_http
 
 from $package.component import $cls
 
 
 def test_contract():
     check_env($cls)
+    check_env($cls, options={"max_guesses": 3, "test_tasks": 5})
+
+
+def test_options_are_checked():
+    with pytest.raises(ConfigError, match="env.max_guesses must be an integer >= 1"):
+        $cls(max_guesses=0)
+    assert len($cls(test_tasks=5).splits()["test"]) == 5
+
+
+def test_out_of_guesses_ends_the_episode():
+    env = $cls(max_guesses=1)
+    env.reset(task_id=7)
+    wrong = 1 if env.secret != 1 else 2
+    obs, reward, done, info = env.step(f"guess {wrong}")
+    assert done and not info["success"] and reward == 0.0 and "Out of guesses" in obs
 
 
 def test_binary_search_solves():
@@ -174,6 +234,22 @@ def test_binary_search_solves():
             break
         low, high = (guess + 1, high) if obs.startswith("Higher") else (low, guess - 1)
     assert done and info["success"] and reward == 1.0
+
+
+def test_over_http():
+    """Served by `agentgym env serve $name` (the package must be installed: pip install -e .)."""
+    bounds = {"low": 1, "high": 20}
+
+    def policy(observation):
+        if observation.startswith("Higher"):
+            bounds["low"] = policy.guess + 1
+        elif observation.startswith("Lower"):
+            bounds["high"] = policy.guess - 1
+        policy.guess = (bounds["low"] + bounds["high"]) // 2
+        return f"guess {policy.guess}"
+
+    transcript = play_over_http("$name", 7, policy, invalid_action="jump", invalid_hint="guess <number>")
+    assert transcript.success and transcript.info["splits"] == {"train": 1000, "test": 100}
 ''',
 }
 GENERIC_TEST = '''\
@@ -199,7 +275,9 @@ pytest tests
 ```
 
 Edit `$package/component.py`; `$package/plugin.py` registers it by import string, so
-listing plugins never imports it.
+listing plugins never imports it. What a component must do, and the testing kit
+(`check_env`, `play_over_http`, the `plugin_manager`/`register_plugin` fixtures), are in
+`docs/plugins.md` of the AgentGym repository.
 """
 
 
