@@ -93,18 +93,22 @@ class RunParts:
         """The format replies are parsed in: ``agent.action_format`` if set, else the env's own."""
         return check_format(self.agent.action_format or self.env.action_format)
 
-    def load_engine(self, model: Any, tokenizer: Any = None) -> Any:
-        """Build the configured engine on *model*: a path or alias (loaded with ``model.dtype`` and
-        the chat template), or a live ``nn.Module`` with its *tokenizer* (the trainer's policy)."""
+    def load_engine(self, model: Any, tokenizer: Any = None, **options: Any) -> Any:
+        """Build the configured engine on *model*: a path or alias (its own copy of the weights), or
+        a live ``nn.Module`` with its *tokenizer* (the trainer's policy). Every engine gets the
+        ``model`` section's ``dtype``, ``chat_template`` and ``max_context``; *options* override the
+        ``engine`` section's (e.g. ``device``)."""
         from .config import build_component
 
         if self.config is None or self.manager is None:
             raise ConfigError("RunParts.load_engine needs parts made by assemble() (a config and a plugin manager)")
+        section = self.config.model
+        runtime = dict(dtype=section.dtype, chat_template=section.chat_template, max_context=int(section.max_context))
         if isinstance(model, str) or hasattr(model, "__fspath__"):
-            self.engine = build_component(self.manager, "engines", self.config.engine, str(model),
-                                          dtype=self.config.model.dtype, chat_template=self.config.model.chat_template)
+            model = str(model)
         else:
-            self.engine = build_component(self.manager, "engines", self.config.engine, model, tokenizer=tokenizer)
+            runtime["tokenizer"] = tokenizer
+        self.engine = build_component(self.manager, "engines", self.config.engine, model, **runtime, **options)
         return self.engine
 
     def score(self, trajectories: Sequence[Any]) -> None:

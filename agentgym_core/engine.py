@@ -46,6 +46,21 @@ class GenerationResult:
     prefill_tokens: int = 0
 
 
+def engine_settings(config_cls: type, options: dict[str, Any], name: str) -> Any:
+    """An engine's ``Config`` built from the ``engine`` section's *options*: the one place an
+    engine's options and their defaults are declared. Unknown keys fail like a config file's
+    (did-you-mean and the valid keys), so an engine never swallows a misspelt option.
+
+    Every engine's constructor is ``Engine(model, tokenizer=None, *, dtype, chat_template,
+    max_context, **options)``: the first keywords come from the ``model`` section, *options*
+    are its ``Config``'s fields.
+    """
+    from .config import check_options
+
+    check_options(f"engine {name!r}", config_cls, options)
+    return config_cls(**options)
+
+
 class Engine:
     """Generates tokens for batches of requests.
 

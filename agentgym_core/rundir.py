@@ -219,22 +219,36 @@ class RunDir:
     def save_checkpoint(self, step: int, write: Callable[[Path], None], keep: int = 0) -> Path:
         """Write ``checkpoints/step_N``: *write* fills a temp folder, which is renamed into place; then
         ``latest`` names it and all but the newest *keep* are removed (0: keep all)."""
-        root = self.path / "checkpoints"
-        final = root / step_name(step)
-        tmp = root / f".tmp-{step_name(step)}"
-        shutil.rmtree(tmp, ignore_errors=True)
+        tmp = self.checkpoint_tmp(step, create=True)
         try:
-            tmp.mkdir(parents=True)
             write(tmp)
+        except OSError as exc:
+            raise self._write_error(step, tmp, exc) from exc
+        return self.commit_checkpoint(step, keep)
+
+    def checkpoint_tmp(self, step: int, *, create: bool) -> Path:
+        """The temp folder checkpoint *step* is written into before :meth:`commit_checkpoint` renames it.
+
+        Several processes may write into it (a sharded checkpoint): the writer creates it
+        (*create*), the others get its path once the writer has.
+        """
+        tmp = self.path / "checkpoints" / f".tmp-{step_name(step)}"
+        if create:
+            shutil.rmtree(tmp, ignore_errors=True)
+            try:
+                tmp.mkdir(parents=True)
+            except OSError as exc:
+                raise self._write_error(step, tmp, exc) from exc
+        return tmp
+
+    def commit_checkpoint(self, step: int, keep: int = 0) -> Path:
+        """Rename the filled temp folder of *step* into place, point ``latest`` at it, prune old ones."""
+        root = self.path / "checkpoints"
+        final, tmp = root / step_name(step), self.checkpoint_tmp(step, create=False)
+        try:
             _fsync_files(tmp)
         except OSError as exc:
-            shutil.rmtree(tmp, ignore_errors=True)
-            previous = self.latest_checkpoint()
-            kept = f"the previous checkpoint {previous} is intact" if previous else "no earlier checkpoint exists"
-            raise CheckpointWriteError(
-                f"could not write checkpoint {final}: {exc.strerror or exc} ({type(exc).__name__}); {kept}. "
-                f"Free space on {root} (or set run.output_dir to another disk), then resume with "
-                f"agentgym train --resume {self.path}") from exc
+            raise self._write_error(step, tmp, exc) from exc
         if final.exists():
             shutil.rmtree(final)
         os.rename(tmp, final)
@@ -243,6 +257,16 @@ class RunDir:
             for old in self.checkpoints()[:-keep]:
                 shutil.rmtree(old, ignore_errors=True)
         return final
+
+    def _write_error(self, step: int, tmp: Path, exc: OSError) -> CheckpointWriteError:
+        shutil.rmtree(tmp, ignore_errors=True)
+        final = self.path / "checkpoints" / step_name(step)
+        previous = self.latest_checkpoint()
+        kept = f"the previous checkpoint {previous} is intact" if previous else "no earlier checkpoint exists"
+        return CheckpointWriteError(
+            f"could not write checkpoint {final}: {exc.strerror or exc} ({type(exc).__name__}); {kept}. "
+            f"Free space on {final.parent} (or set run.output_dir to another disk), then resume with "
+            f"agentgym train --resume {self.path}")
 
     # -- trajectories ------------------------------------------------------------------------
     def dump_trajectories(self, trajectories: Sequence[Any], step: int) -> Path | None:
@@ -357,7 +381,7 @@ def _plain_config(text: str) -> Any:
 
 
 def _fsync_files(path: Path) -> None:
-    for f in path.iterdir():
+    for f in path.rglob("*"):
         if f.is_file():
             with open(f, "rb") as fh:
                 os.fsync(fh.fileno())

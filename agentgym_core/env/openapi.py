@@ -138,7 +138,9 @@ def openapi_schema(env_name: str, version: str | None = None) -> dict[str, Any]:
                     "properties": {"status": {"type": "string"}, "env": {"type": "string"},
                                    "sessions": {"type": "integer"}, "max_sessions": {"type": "integer"},
                                    "idempotent_create": {"type": "boolean",
-                                                         "description": "POST /create honours idempotency_key."}}})}},
+                                                         "description": "POST /create honours idempotency_key."},
+                                   "created": {"type": "integer",
+                                               "description": "Sessions opened since the server started."}}})}},
             }},
             "/info": {"get": {
                 "summary": "The env's self-description: instruction, action format, splits, categories.",

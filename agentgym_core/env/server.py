@@ -128,6 +128,8 @@ class EnvServer:
         self._info: dict[str, Any] | None = None
         self._tasks: dict[str, Any] | None = None
         self.reaped = 0
+        #: Sessions opened since the server started (load spread across servers shows in it).
+        self.created = 0
         routes = [
             Route("/create", self._endpoint(self.create), methods=["POST"]),
             Route("/reset", self._endpoint(self.reset), methods=["POST"]),
@@ -254,6 +256,7 @@ class EnvServer:
                 self._building.pop(key, None)
         sid = next(self._ids)
         self.sessions[sid] = Session(sid, env, key)
+        self.created += 1
         if key is not None:
             self._keyed[key] = sid
         # "observation" for AgentGym clients that read one at create (TextCraft's); empty until reset
@@ -381,7 +384,7 @@ class EnvServer:
 
     async def health(self, request: Request) -> dict[str, Any]:
         return {"status": "ok", "env": self.name, "sessions": len(self.sessions),
-                "max_sessions": self.settings.max_sessions, "idempotent_create": True}
+                "max_sessions": self.settings.max_sessions, "idempotent_create": True, "created": self.created}
 
     async def info(self, request: Request) -> dict[str, Any]:
         if self._info is None:

@@ -19,6 +19,8 @@ class VLLMEngineConfig:
     enforce_eager: bool = False
     #: Further keyword arguments for ``vllm.LLM``, passed as they are (e.g. ``{block_size: 16}``).
     llm_args: dict[str, Any] = field(default_factory=dict)
+    #: vLLM's own seed (requests carry their own seeds; this seeds whatever does not).
+    seed: int = 0
 
     def __post_init__(self) -> None:
         from agentgym_core.sections import check_range

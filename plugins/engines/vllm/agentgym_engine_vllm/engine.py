@@ -16,7 +16,7 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from agentgym_core.engine import Engine, GenerationRequest, GenerationResult
+from agentgym_core.engine import Engine, GenerationRequest, GenerationResult, engine_settings
 from agentgym_core.errors import AgentGymError
 
 from . import worker
@@ -54,16 +54,11 @@ class VLLMEngine(Engine):
         tokenizer: Any = None,
         *,
         dtype: str = "auto",
-        gpu_memory_utilization: float = 0.5,
-        tensor_parallel_size: int = 1,
-        max_batch_size: int = 256,
-        enforce_eager: bool = False,
-        llm_args: dict[str, Any] | None = None,
-        max_context: int | None = None,
         chat_template: str | None = None,
-        seed: int = 0,
-        **_: Any,
+        max_context: int | None = None,
+        **options: Any,
     ) -> None:
+        settings = engine_settings(VLLMEngineConfig, options, "vllm")
         vllm = _import_vllm()
         from vllm import envs
 
@@ -79,17 +74,17 @@ class VLLMEngine(Engine):
             model=self.folder,
             dtype=_vllm_dtype(dtype),
             enable_prefix_caching=True,
-            gpu_memory_utilization=gpu_memory_utilization,
-            tensor_parallel_size=tensor_parallel_size,
-            max_num_seqs=max_batch_size,
-            enforce_eager=enforce_eager,
-            seed=seed,
+            gpu_memory_utilization=settings.gpu_memory_utilization,
+            tensor_parallel_size=settings.tensor_parallel_size,
+            max_num_seqs=settings.max_batch_size,
+            enforce_eager=settings.enforce_eager,
+            seed=settings.seed,
             logprobs_mode="raw_logprobs",
             worker_extension_cls=worker.QUALNAME,
         )
         if max_context:
             kwargs["max_model_len"] = int(max_context)
-        kwargs.update(llm_args or {})
+        kwargs.update(settings.llm_args)
         try:
             self.llm = vllm.LLM(**kwargs)
         except TypeError as exc:
@@ -99,7 +94,7 @@ class VLLMEngine(Engine):
         self._shapes = _checkpoint_shapes(self.folder)
         base = tokenizer if tokenizer is not None else load_tokenizer(self.folder)
         self._tokenizer = prepare_tokenizer(base, chat_template)
-        self.max_batch_size = max_batch_size
+        self.max_batch_size = settings.max_batch_size
 
     @property
     def tokenizer(self) -> Any:

@@ -98,6 +98,13 @@ class RLConfig(UpdateConfig):
     local_envs: bool = False
     #: Show the live progress line (main process).
     progress: bool = True
+    #: How several processes train: ``ddp`` (each holds the whole model; gradients averaged) or
+    #: ``fsdp`` (parameters, gradients and optimizer state sharded across them: torch FSDP2).
+    strategy: str = "ddp"
+    #: FSDP: keep sharded parameters, gradients and optimizer state on the CPU between uses.
+    fsdp_offload: bool = False
+    #: ``adamw`` (torch; fused on CUDA) or ``adamw_8bit`` (bitsandbytes, CUDA only: optimizer state in 8 bits).
+    optimizer: str = "adamw"
 
     def __post_init__(self) -> None:
         def one_of(key: str, allowed: tuple[str, ...]) -> None:
@@ -106,6 +113,10 @@ class RLConfig(UpdateConfig):
 
         one_of("algorithm", ALGORITHM_NAMES)
         one_of("finetune", ("lora", "full"))
+        one_of("strategy", ("ddp", "fsdp"))
+        one_of("optimizer", ("adamw", "adamw_8bit"))
+        if self.fsdp_offload and self.strategy != "fsdp":
+            raise ValueError("trainer.fsdp_offload needs trainer.strategy=fsdp (DDP keeps the whole model on the device)")
         one_of("kl_estimator", tuple(KL_ESTIMATORS))
         one_of("kl_mode", ("loss", "reward"))
         if self.loss_agg is not None:

@@ -4,7 +4,6 @@ from __future__ import annotations
 import math
 from typing import Any
 
-import torch
 
 def step_metrics(step: int, horizon: int, trajs: list, train: dict, stats: dict, t0: float, t1: float, t2: float,
              world: int) -> dict[str, float]:
@@ -42,14 +41,16 @@ def step_metrics(step: int, horizon: int, trajs: list, train: dict, stats: dict,
     }
 
 
-def param_hash(module: torch.nn.Module) -> str:
+def param_hash(source: Any) -> str:
+    """SHA-256 of the trainable weights of a module (or of every tensor of a full state dict)."""
     import hashlib
 
     h = hashlib.sha256()
-    for name, p in module.named_parameters():
-        if p.requires_grad:
-            h.update(name.encode())
-            h.update(p.detach().float().cpu().numpy().tobytes())
+    tensors = (source.items() if isinstance(source, dict)
+               else ((n, p) for n, p in source.named_parameters() if p.requires_grad))
+    for name, p in tensors:
+        h.update(name.encode())
+        h.update(p.detach().float().cpu().numpy().tobytes())
     return h.hexdigest()
 
 

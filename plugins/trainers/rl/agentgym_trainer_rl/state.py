@@ -22,10 +22,12 @@ class ResumeError(AgentGymError):
     """A checkpoint cannot be resumed (another world size, objects resume refuses to unpickle)."""
 
 
-def write_checkpoint(folder: Path, model: Any, tokenizer: Any, state: dict[str, Any]) -> None:
+def write_checkpoint(folder: Path, model: Any, tokenizer: Any, state: dict[str, Any],
+                     weights: dict[str, Any] | None = None) -> None:
     """Fill a checkpoint folder: the model in Hugging Face format (LoRA: the adapters), the
-    tokenizer, ``trainer_state.pt`` and its readable part ``trainer_state.json``."""
-    model.save_pretrained(str(folder), safe_serialization=True)
+    tokenizer, ``trainer_state.pt`` and its readable part ``trainer_state.json``. *weights* is
+    the model's full state dict when the live model is sharded (FSDP)."""
+    model.save_pretrained(str(folder), safe_serialization=True, **({"state_dict": weights} if weights else {}))
     if tokenizer is not None:
         tokenizer.save_pretrained(str(folder))
     torch.save(state, folder / "trainer_state.pt")

@@ -23,9 +23,12 @@ from agentgym_core.rundir import checkpoint_step
 from .algorithms import ALGORITHMS, Options
 from .batch import build_batch
 from .config import RLConfig, UpdateConfig
+from .fsdp import FSDPStrategy
+from .memory import check_run_fits, out_of_memory
 from .policy import PolicyModule, apply_lora, enable_checkpointing, frozen_copy, load_lm, peft_quiet, plain_state_dict
 from .reporting import TensorBoardLog, one_line, param_hash, postfix, step_metrics
 from .state import ResumeError, TaskCursor, load_trainer_state, rng_state, set_rng_state, write_checkpoint
+from .optim import make_optimizer
 from .update import Updater, UpdateOptions
 
 
@@ -76,6 +79,7 @@ class RLTrainer(Trainer):
             self.finished = not cfg.eval.after or self.run_dir.evaluated("after", self.checkpoint)
             if self.finished:
                 return
+        check_run_fits(cfg, tc, self.accelerator.device, self.world, self.backend.supports_bf16())
         torch.manual_seed(cfg.run.seed + self.rank)
         self._build_model()
         self._build_components()
@@ -104,25 +108,43 @@ class RLTrainer(Trainer):
             reference = PolicyModule(frozen_copy(ref_lm))
         lm.train()
         policy = PolicyModule(lm, value_head=self.algorithm.needs_value).to(self.accelerator.device)
-        params = [p for p in policy.parameters() if p.requires_grad]
-        optimizer = torch.optim.AdamW(params, lr=tc.lr, weight_decay=tc.weight_decay)
+        self.fsdp = tc.strategy == "fsdp"
+        if self.fsdp:  # shard before the optimizer sees the parameters: its state is sharded too
+            self.dist: Any = FSDPStrategy(self.accelerator, bf16=self.bf16, offload=tc.fsdp_offload)
+            self.dist.shard(policy)
+            if reference is not None:
+                self.dist.shard(reference, frozen=True)
+        optimizer = make_optimizer([p for p in policy.parameters() if p.requires_grad], tc, self.accelerator.device)
         warmup = tc.warmup_steps
         self.lr_sched = torch.optim.lr_scheduler.LambdaLR(optimizer, lambda s: min(1.0, (s + 1) / warmup) if warmup else 1.0)
-        self.policy, self.optimizer = self.accelerator.prepare(policy, optimizer)
+        if self.fsdp:
+            self.policy, self.optimizer = policy, optimizer
+        else:
+            self.policy, self.optimizer = self.accelerator.prepare(policy, optimizer)
+            self.dist = self.accelerator
         self.module: PolicyModule = self.accelerator.unwrap_model(self.policy)
         # The update's options are the trainer config's fields of the same names (plus runtime ones).
         shared = {f.name: getattr(tc, f.name) for f in dataclasses.fields(UpdateConfig)}
         opts = UpdateOptions(**shared, bf16=self.bf16, device=str(self.accelerator.device))
-        opts.share_prefix = tc.share_prefix and not tc.gradient_checkpointing  # checkpointing drops the cache
+        # A shared prefix reaches the other rows through the KV cache: gradient checkpointing drops the cache,
+        # and FSDP, which gathers a layer's weights again for backward when gradients reach the layer's output,
+        # never sees gradients that arrive through cached keys and values. Both run every row whole.
+        opts.share_prefix = tc.share_prefix and not tc.gradient_checkpointing and not self.fsdp
         algo_opts = Options.from_config(tc)
-        self.updater = Updater(self.policy, self.optimizer, self.algorithm, opts, algo_opts, self.accelerator, reference)
+        self.updater = Updater(self.policy, self.optimizer, self.algorithm, opts, algo_opts, self.dist, reference)
 
     def _build_components(self) -> None:
         from agentgym_core.assembly import assemble
 
         self.loop = asyncio.new_event_loop()
-        self.parts = self.loop.run_until_complete(
-            assemble(self.config, self.manager, local=self.settings.local_envs, model=self.module.lm, tokenizer=self.tokenizer))
+        self.parts = self.loop.run_until_complete(assemble(self.config, self.manager, local=self.settings.local_envs))
+        if self.fsdp:  # the engine cannot run sharded layers: it keeps its own full copy, synced after updates
+            engine_options = self.manager.registry("engines").get(self.config.engine.name).config_class()
+            on_device = {"device": str(self.accelerator.device)} if "device" in getattr(
+                engine_options, "__dataclass_fields__", {}) else {}  # (vLLM places itself)
+            self.parts.load_engine(self.config.model.path, **on_device)
+        else:  # the engine runs the live policy
+            self.parts.load_engine(self.module.lm, self.tokenizer)
         self.engine, self.scheduler = self.parts.engine, self.parts.scheduler
         self.cursor = TaskCursor(list(self.parts.env.ids("train")), self.config.run.seed)
 
@@ -145,6 +167,9 @@ class RLTrainer(Trainer):
         start = time.perf_counter()
         if getattr(self.engine, "shares_weights", False):
             self.engine.update_weights(self.module.lm)
+        elif self.fsdp:  # every process gathers the full weights (collective) and loads its engine's copy
+            full = self.dist.full_state_dict(self.module.lm, main_only=False)
+            self.engine.update_weights(plain_state_dict(self.module.lm, full))
         else:
             self.engine.update_weights(plain_state_dict(self.module.lm))
         return time.perf_counter() - start
@@ -183,19 +208,30 @@ class RLTrainer(Trainer):
 
         rngs = gather_object([rng_state()])
         # Each rank's trainable weights, hashed: DDP keeps them identical; a mismatch means desync.
-        checksums = gather_object([param_hash(self.module)])
-        if self.main:
-            state = {
-                "step": step + 1, "horizon": horizon, "algorithm": self.settings.algorithm, "world_size": self.world,
-                "scheduler": self.scheduler.state_dict(), "cursor": self.cursor.state_dict(),
-                "optimizer": self.optimizer.state_dict(), "lr_scheduler": self.lr_sched.state_dict(),
-                "rng": rngs, "nonfinite": nonfinite, "metrics": last, "param_sha256": checksums,
-                "value_head": self.module.value_head.state_dict() if self.module.value_head is not None else None,
-                "updater": self.updater.state_dict(),
-            }
+        checksums = gather_object([param_hash(self.dist.full_state_dict(self.module, main_only=False) if self.fsdp
+                                              else self.module)])
+        state = {
+            "step": step + 1, "horizon": horizon, "algorithm": self.settings.algorithm, "world_size": self.world,
+            "strategy": self.settings.strategy, "scheduler": self.scheduler.state_dict(),
+            "cursor": self.cursor.state_dict(), "lr_scheduler": self.lr_sched.state_dict(), "rng": rngs,
+            "nonfinite": nonfinite, "metrics": last, "param_sha256": checksums, "updater": self.updater.state_dict(),
+        }
+        if self.fsdp:  # every process writes its shard (exact resume); the main one a consolidated HF folder
+            tmp = self.run_dir.checkpoint_tmp(step + 1, create=self.main)
+            self.accelerator.wait_for_everyone()
+            self.dist.save_sharded(self.policy, self.optimizer, tmp / "sharded")
+            weights = self.dist.full_state_dict(self.module.lm)
+            self.accelerator.wait_for_everyone()
+            if self.main:
+                write_checkpoint(tmp, self.module.lm, self.tokenizer, state, weights=weights)
+                path = self.run_dir.commit_checkpoint(step + 1, self.settings.keep_checkpoints)
+        elif self.main:
+            state["optimizer"] = self.optimizer.state_dict()
+            state["value_head"] = self.module.value_head.state_dict() if self.module.value_head is not None else None
             path = self.run_dir.save_checkpoint(
                 step + 1, lambda folder: write_checkpoint(folder, self.module.lm, self.tokenizer, state),
                 self.settings.keep_checkpoints)
+        if self.main:
             self.manager.hook.on_checkpoint(step=step, path=str(path), run_dir=str(self.run_dir.path))
         self.accelerator.wait_for_everyone()
 
@@ -204,11 +240,17 @@ class RLTrainer(Trainer):
         if state["world_size"] != self.world:
             raise ResumeError(f"checkpoint {self.checkpoint} was written by {state['world_size']} processes, "
                               f"this run has {self.world}; resume with --num-processes {state['world_size']}")
-        self.optimizer.load_state_dict(state["optimizer"])
+        if state.get("strategy", "ddp") != self.settings.strategy:
+            raise ResumeError(f"checkpoint {self.checkpoint} was written with trainer.strategy={state.get('strategy', 'ddp')}, "
+                              f"this run has {self.settings.strategy}; resume with the same strategy")
+        if self.fsdp:
+            self.dist.load_sharded(self.policy, self.optimizer, self.checkpoint / "sharded")
+        else:
+            self.optimizer.load_state_dict(state["optimizer"])
         self.lr_sched.load_state_dict(state["lr_scheduler"])
         self.scheduler.load_state_dict(state["scheduler"])
         self.cursor.load_state_dict(state["cursor"])
-        if state.get("value_head") is not None:
+        if state.get("value_head") is not None:  # (FSDP: in the sharded state)
             self.module.value_head.load_state_dict(state["value_head"])
         self.updater.load_state_dict(state.get("updater") or {})
         set_rng_state(state["rng"][self.rank])
@@ -315,7 +357,10 @@ class RLTrainer(Trainer):
         tasks = [(tid, g) for tid, g in mine for _ in range(cfg.rollout.group_size)]
         seed = zlib.crc32(f"{cfg.run.seed}/{step}/{self.rank}".encode())
         self.module.eval()
-        trajs, stats = self._rollout(tasks, horizon, step + 1, seed=seed)
+        try:
+            trajs, stats = self._rollout(tasks, horizon, step + 1, seed=seed)
+        except torch.OutOfMemoryError:
+            raise out_of_memory(f"the rollout of step {step + 1}", self.accelerator.device, tc) from None
         self.module.train()
         t1 = time.perf_counter()
         self.parts.score(trajs)
@@ -326,7 +371,10 @@ class RLTrainer(Trainer):
         if cfg.rollout.dump_trajectories:
             self.run_dir.dump_trajectories(everything, step + 1)
         batch = build_batch(trajs, pad_id=self.tokenizer.pad_token_id or 0)
-        train = self.updater.step(batch)
+        try:
+            train = self.updater.step(batch)
+        except torch.OutOfMemoryError:
+            raise out_of_memory(f"the update of step {step + 1}", self.accelerator.device, tc) from None
         self.lr_sched.step()
         sync = self._sync_engine() if train["updates"] else 0.0
         t2 = time.perf_counter()

@@ -38,7 +38,7 @@ def own_copy_engine_class():
 
         def __init__(self, model, tokenizer=None, **options):
             base = model.get_base_model() if hasattr(model, "get_base_model") else model
-            super().__init__(base.config._name_or_path, tokenizer, dtype="fp32", **options)
+            super().__init__(base.config._name_or_path, tokenizer, **{**options, "dtype": "fp32"})
 
     return OwnCopyEngine
 
