@@ -129,8 +129,12 @@ class LLMAgent:
             return self._reply(observation_or_env, instruction or "", action_format or self.action_format or "free")
         return self._episode(observation_or_env, instruction, action_format, task_id, max_turns)
 
-    def train(self, env: str, method: Optional[str] = None, **options: Any) -> dict[str, Any]:
+    def train(self, env: Any, method: Optional[str] = None, **options: Any) -> dict[str, Any]:
         """Train on registered env *env* with the same components as ``agentgym train``; returns final metrics.
+
+        *env* is a registered env's name, or an env class or instance of an installed plugin (what
+        ``from agentgym.envs import BabyAIEnv`` gives); an instance's options become the run's
+        ``env`` options (see :func:`env_options`).
 
         *options* are those of :meth:`train_config` (``max_steps``, ``algorithm``, ``run_name``,
         ``config`` and dotted config keys), which also says what wins over what. Afterwards the
@@ -163,7 +167,7 @@ class LLMAgent:
 
     def train_config(
         self,
-        env: str,
+        env: Any,
         method: Optional[str] = None,
         *,
         max_steps: Optional[int] = None,
@@ -191,8 +195,6 @@ class LLMAgent:
         from .config import compose_raw, validate
         from .sections import SECTIONS
 
-        if not isinstance(env, str):
-            raise AgentGymError("LLMAgent.train(env) takes the name of a registered env (e.g. 'babyai')")
         key = method.lower().replace("-", "").replace("_", "").replace("+", "p") if method else None
         if key is not None and key != "scalinginterrl" and key not in _ALGORITHMS:
             raise AgentGymError(f"unknown training method {method!r}; use ScalingInter-RL, GRPO, PPO, RLOO or REINFORCE++")
@@ -206,9 +208,10 @@ class LLMAgent:
             from .plugins import get_plugin_manager
 
             manager = get_plugin_manager()
+        env, env_given = registered_env(env, manager)
         data = OmegaConf.to_container(compose_raw([config] if config else []), resolve=False)
-        if isinstance(data.get("env"), dict) and data["env"].get("name") not in (None, env):
-            del data["env"]  # another env's options
+        if isinstance(data.get("env"), dict) and (env_given is not None or data["env"].get("name") not in (None, env)):
+            del data["env"]  # another env's options, or an env instance: its own options are the env
         if key == "scalinginterrl" or (key is None and "scheduler" not in data):
             if (data.get("scheduler") or {}).get("name") != "scaling_inter":
                 data["scheduler"] = {"name": "scaling_inter"}
@@ -227,6 +230,7 @@ class LLMAgent:
         given = {cfg_key: getattr(self, arg) for arg, cfg_key in _TRAIN_KEYS.items() if arg in passed}
         given.update({f"engine.{k}": v for k, v in self.engine_options.items()})  # e.g. device="cuda"
         given["env.name"] = env
+        given.update({f"env.{k}": v for k, v in (env_given or {}).items()})
         for cfg_key, value in (("trainer.steps", max_steps), ("run.name", run_name), ("trainer.algorithm", algorithm)):
             if value is not None:
                 given[cfg_key] = value
@@ -343,6 +347,108 @@ def _is_env_name(text: str) -> bool:
     except Exception:  # noqa: BLE001 - not a registered env: treat as an observation
         return False
     return True
+
+
+def registered_env(env: Any, manager: Any) -> tuple[str, Optional[dict[str, Any]]]:
+    """The registered name of *env* (a name, or a BaseEnv subclass or instance of an installed plugin),
+    and an instance's options (:func:`env_options`; None for a name or a class)."""
+    if isinstance(env, str):
+        return env, None
+    cls = env if isinstance(env, type) else type(env)
+    if not issubclass(cls, BaseEnv):
+        raise AgentGymError(f"LLMAgent.train(env) takes a registered env's name (e.g. 'babyai') or a BaseEnv "
+                            f"subclass or instance, not {type(env).__name__}")
+    registry = manager.registry("envs")
+    here = f"{cls.__module__}:{cls.__qualname__}"
+    entries = [e for e in registry.entries() if e.target == here]
+    if not entries:  # registered under another import path (a re-export): import only same-named classes
+        entries = [e for e in registry.entries()
+                   if e.target.rpartition(":")[2].rpartition(".")[2] == cls.__name__ and _loads(e) is cls]
+    if len(entries) != 1:
+        problem = ("is registered under several names: " + ", ".join(e.name for e in entries) + "; pass one"
+                   if entries else "is not a registered env: training runs envs by registered name (in env "
+                   "servers), so register it with an entry point (docs/plugins.md) or pass one of: "
+                   + ", ".join(registry.names()))
+        raise AgentGymError(f"LLMAgent.train: {cls.__name__} ({here}) {problem}")
+    entry = entries[0]
+    return entry.name, None if isinstance(env, type) else env_options(env, entry)
+
+
+def _loads(entry: Any) -> Any:
+    try:
+        return entry.load()
+    except AgentGymError:
+        return None
+
+
+_UNREAD = object()
+
+
+def env_options(env: BaseEnv, entry: Any) -> dict[str, Any]:
+    """The options *env* (an instance of registered env *entry*) was built with, for a run's ``env`` section.
+
+    What ``BaseEnv.__init__`` kept in ``env.options``, and each of the env's config fields (its
+    ``Config`` dataclass, which mirrors the ``__init__`` keywords) read from the attribute of
+    that name when it holds plain data. An option kept under another name cannot be read back;
+    it counts as its default only if an env built from what was read is the same as *env* in its
+    self-description (instruction, action format, splits, ``describe()``) and in every attribute
+    holding plain data; otherwise this is an error naming it (an instance that already played an
+    episode differs too).
+    """
+    options = {k: v for k, v in (getattr(env, "options", None) or {}).items() if _plain(v) is not _UNREAD}
+    unread = []
+    config = entry.config_class()
+    for f in dataclasses.fields(config) if config is not None and dataclasses.is_dataclass(config) else ():
+        if f.name not in options:
+            value = _plain(getattr(env, f.name, _UNREAD))
+            if value is _UNREAD:
+                unread.append(f.name)
+            else:
+                options[f.name] = value
+    if not unread:
+        return options
+    name = type(env).__name__
+    try:
+        twin = type(env)(**options)
+    except Exception as exc:  # noqa: BLE001 - the env's own validation: say what was passed
+        raise AgentGymError(f"LLMAgent.train: {name}(**{options!r}), rebuilt from the instance's options, raised "
+                            f"{type(exc).__name__}: {exc}; pass the class and its options instead") from exc
+    try:
+        mine, theirs = _state(env), _state(twin)
+    finally:
+        twin.close()
+    differs = sorted(k for k in mine.keys() | theirs.keys() if mine.get(k, _UNREAD) != theirs.get(k, _UNREAD))
+    if differs:
+        example = ", ".join(f"'env.{k}': ..." for k in unread)
+        raise AgentGymError(
+            f"LLMAgent.train: the {name} instance's options {', '.join(unread)} cannot be read back (no attribute of "
+            f"that name), and a {name} built without them differs from it ({', '.join(differs)}); pass the class and "
+            f"its options instead: agent.train({name}, **{{{example}}})")
+    return options
+
+
+def _plain(value: Any) -> Any:
+    """*value* as config data (lists for tuples), or ``_UNREAD`` if it is not plain data."""
+    if value is None or isinstance(value, (bool, int, float, str)):
+        return value
+    if isinstance(value, (list, tuple)):
+        items = [_plain(v) for v in value]
+        return _UNREAD if any(v is _UNREAD for v in items) else items
+    if isinstance(value, dict) and all(isinstance(k, str) for k in value):
+        items = {k: _plain(v) for k, v in value.items()}
+        return _UNREAD if any(v is _UNREAD for v in items.values()) else items
+    return _UNREAD
+
+
+def _state(env: BaseEnv) -> dict[str, Any]:
+    """What tells two envs apart: their self-description and the attributes that hold plain data."""
+    import json
+
+    state = {k: value for k, v in vars(env).items() if (value := _plain(v)) is not _UNREAD}
+    state.update({"instruction": env.instruction, "action_format": env.action_format,
+                  "splits()": {k: list(v) for k, v in env.splits().items()},
+                  "describe()": json.dumps(env.describe(), sort_keys=True, default=str)})
+    return state
 
 
 def _holds_results(path: Path) -> bool:
