@@ -3,6 +3,7 @@
     agent = LLMAgent(base_model="smollm2-135m-instruct")
     agent.infer("You are in a room with a door.", instruction="Escape. Act as 'Action: <act>'.")
     trajectory = agent.infer("babyai")          # one episode of a registered env (or a BaseEnv)
+    LLMAgent(strategy="reflect", strategy_options={"attempts": 3}).infer("babyai", all_attempts=True)
     agent.train("babyai", method="GRPO", max_steps=30, config="configs/quickstart.yaml")
 
 The model is loaded on first use through the configured engine plugin (``hf`` by default).
@@ -50,12 +51,18 @@ def _remember_given(init: Callable[..., None]) -> Callable[..., None]:
 #: LLMAgent constructor arguments -> the run config keys they set in ``train`` (when passed).
 _TRAIN_KEYS = {"base_model": "model.path", "dtype": "model.dtype", "max_context": "model.max_context",
                "chat_template": "model.chat_template", "system_prompt": "agent.system_prompt",
-               "action_format": "agent.action_format", "engine_name": "engine.name", "seed": "run.seed"}
+               "action_format": "agent.action_format", "engine_name": "engine.name", "seed": "run.seed",
+               "strategy": "agent.strategy.name"}
 _ALGORITHMS = {"grpo": "grpo", "ppo": "ppo", "rloo": "rloo", "reinforcepp": "reinforce_pp", "reinforcepp2": "reinforce_pp"}
 
 
 class LLMAgent:
-    """An LLM acting in text environments; greedy by default (``temperature=0``)."""
+    """An LLM acting in text environments; greedy by default (``temperature=0``).
+
+    *strategy* names how it plays an env's task (``default``, ``plan``, ``reflect``, ...;
+    ``agentgym list strategies``), with *strategy_options* its options (``{"attempts": 3}``),
+    checked at once like a config's ``agent.strategy`` section.
+    """
 
     @_remember_given
     def __init__(
@@ -72,6 +79,8 @@ class LLMAgent:
         max_turns: int = 20,
         max_context: int = 4096,
         seed: int = 0,
+        strategy: str = "default",
+        strategy_options: Optional[dict[str, Any]] = None,
         **engine_options: Any,
     ) -> None:
         self.base_model = base_model
@@ -85,6 +94,9 @@ class LLMAgent:
         self.max_turns = max_turns
         self.max_context = max_context
         self.seed = seed
+        self.strategy = strategy
+        self.strategy_options = dict(strategy_options or {})
+        self._strategy = _build_strategy(strategy, self.strategy_options)
         self.engine_options = engine_options
         self._engine: Any = None
         self._given: set[str] = set()
@@ -108,8 +120,12 @@ class LLMAgent:
         action_format: Optional[str] = None,
         task_id: Optional[int] = None,
         max_turns: Optional[int] = None,
+        all_attempts: bool = False,
     ) -> Any:
         """A :class:`Reply` to an observation string, or the :class:`Trajectory` of one episode of an env.
+
+        With a strategy that tries again after a failure (``reflect``) the trajectory is the last
+        attempt's; *all_attempts* returns the list of every attempt's instead (one with the default).
 
         An env is a ``BaseEnv`` instance or subclass, or the name of a registered env; with no
         argument after :meth:`train`, the trained env. After training, the trained env plays in
@@ -127,7 +143,8 @@ class LLMAgent:
             observation_or_env = self.trained_config.env.name
         if isinstance(observation_or_env, str) and not _is_env_name(observation_or_env):
             return self._reply(observation_or_env, instruction or "", action_format or self.action_format or "free")
-        return self._episode(observation_or_env, instruction, action_format, task_id, max_turns)
+        attempts = self._episode(observation_or_env, instruction, action_format, task_id, max_turns)
+        return attempts if all_attempts else attempts[-1]
 
     def train(self, env: Any, method: Optional[str] = None, **options: Any) -> dict[str, Any]:
         """Train on registered env *env* with the same components as ``agentgym train``; returns final metrics.
@@ -229,6 +246,7 @@ class LLMAgent:
         passed = self._given | ({"engine_name"} if "engine" in self._given else set())
         given = {cfg_key: getattr(self, arg) for arg, cfg_key in _TRAIN_KEYS.items() if arg in passed}
         given.update({f"engine.{k}": v for k, v in self.engine_options.items()})  # e.g. device="cuda"
+        given.update({f"agent.strategy.{k}": v for k, v in self.strategy_options.items()})
         given["env.name"] = env
         given.update({f"env.{k}": v for k, v in (env_given or {}).items()})
         for cfg_key, value in (("trainer.steps", max_steps), ("run.name", run_name), ("trainer.algorithm", algorithm)):
@@ -263,7 +281,7 @@ class LLMAgent:
         return Reply(text=content, action=action, parse_error=error)
 
     def _episode(self, env: Any, instruction: Optional[str], fmt: Optional[str], task_id: Optional[int],
-                 max_turns: Optional[int]) -> Any:
+                 max_turns: Optional[int]) -> list[Any]:
         from .rollout.runner import run_rollout
 
         if isinstance(env, str) and self._trained_on(env):  # the setup it was trained in (see infer)
@@ -282,7 +300,7 @@ class LLMAgent:
             parts = local_parts(self.engine, target, name=name, system_prompt=self.system_prompt,
                                 action_format=self.action_format, max_new_tokens=self.max_new_tokens,
                                 max_episode_tokens=self.max_context, max_context=self.max_context,
-                                chat_template=self.chat_template)
+                                chat_template=self.chat_template, strategy=self._strategy)
             max_turns = max_turns or self.max_turns
         parts.agent = parts.agent.replace(temperature=self.temperature, seed=self.seed,
                                           **({"action_format": fmt} if fmt else {}))
@@ -293,7 +311,7 @@ class LLMAgent:
             first = splits.get("test") or next((ids for ids in splits.values() if len(ids)), None)
             task_id = first[0] if first else 0
         try:
-            return run_rollout(parts, [(task_id, 0)], max_turns=max_turns)[0]
+            return run_rollout(parts, [(task_id, 0)], max_turns=max_turns)
         finally:
             import asyncio
 
@@ -335,6 +353,16 @@ def _build(manager: Any, kind: str, section: Any) -> Any:
     from .plugins import get_plugin_manager
 
     return build_component(manager or get_plugin_manager(), kind, section)
+
+
+def _build_strategy(name: str, options: dict[str, Any]) -> Any:
+    """The registered strategy *name* built with *options*, checked like ``agent.strategy`` in a config."""
+    from .config import check_options
+    from .plugins import get_plugin_manager
+
+    entry = get_plugin_manager().registry("strategies").get(name)
+    check_options(f"strategy {name!r}", entry.config_class(), options)
+    return entry.load()(**options)
 
 
 def _is_env_name(text: str) -> bool:

@@ -3,7 +3,7 @@
 ``agentgym train``, ``eval``, ``rollout``, ``LLMAgent`` and the trainer's own evaluations all
 play episodes with the same parts: an engine, an env pool, the env's typed description
 (:class:`~agentgym_core.env.spec.EnvSpec`: task ids per split, categories), the agent's
-settings, the scheduler and the rewards. :func:`assemble` builds them, in that order of
+settings and strategy (``agent.strategy``), the scheduler and the rewards. :func:`assemble` builds them, in that order of
 cost (the model loads last, after the env has been checked); :class:`RunParts` holds them
 and is what :func:`~agentgym_core.rollout.runner.rollout` and
 :func:`~agentgym_core.evaluation.evaluate` take.
@@ -79,6 +79,9 @@ class RunParts:
     pool: Any
     env: EnvSpec
     agent: AgentSettings = field(default_factory=AgentSettings)
+    #: How the episodes of a task are played (:mod:`agentgym_core.rollout.strategy`; default: one
+    #: episode per task, every reply an action).
+    strategy: Any = field(default_factory=lambda: default_strategy())
     engine: Any = None
     scheduler: Any = None
     #: ``(reward component, weight)`` pairs, summed per turn by :meth:`score`.
@@ -153,6 +156,7 @@ async def assemble(cfg: Any, manager: Any = None, *, local: bool = False, model:
     try:
         parts.env = await pool.spec(cfg.env.name)
         parts.agent = AgentSettings.from_config(cfg)
+        parts.strategy = build_component(manager, "strategies", cfg.agent.strategy)
         parts.scheduler = build_component(manager, "schedulers", cfg.scheduler)
         parts.rewards = [(build_component(manager, "rewards", r), float(r.weight)) for r in cfg.rewards]
         if model is not None:
@@ -164,10 +168,12 @@ async def assemble(cfg: Any, manager: Any = None, *, local: bool = False, model:
 
 
 def local_parts(engine: Any, env: Any, *, name: str | None = None, agent: AgentSettings | None = None,
-                instruction: str | None = None, owns_engine: bool = False, **settings: Any) -> RunParts:
+                instruction: str | None = None, owns_engine: bool = False, strategy: Any = None,
+                **settings: Any) -> RunParts:
     """Parts for playing a ``BaseEnv`` subclass, factory or instance in this process with *engine*,
     without a run config (``LLMAgent.infer``, tests, benchmarks). *settings* are
-    :class:`AgentSettings` fields; *instruction* replaces the env's."""
+    :class:`AgentSettings` fields; *instruction* replaces the env's; *strategy* is a built
+    strategy (None: the default)."""
     import functools
 
     from .env.base import BaseEnv
@@ -187,7 +193,15 @@ def local_parts(engine: Any, env: Any, *, name: str | None = None, agent: AgentS
     if instruction is not None:
         spec = dataclasses.replace(spec, instruction=instruction)
     settings_obj = (agent or AgentSettings()).replace(**settings) if settings else (agent or AgentSettings())
-    return RunParts(pool=pool, env=spec, agent=settings_obj, engine=engine, owns_engine=owns_engine)
+    return RunParts(pool=pool, env=spec, agent=settings_obj, strategy=strategy or default_strategy(), engine=engine,
+                    owns_engine=owns_engine)
+
+
+def default_strategy() -> Any:
+    """The ``default`` strategy: one episode per task, every reply an action."""
+    from .rollout.strategy import Strategy
+
+    return Strategy()
 
 
 class _Borrowed:

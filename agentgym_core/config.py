@@ -19,6 +19,7 @@ from omegaconf import DictConfig, ListConfig, OmegaConf
 from omegaconf.errors import OmegaConfBaseException
 
 from .errors import AgentGymError, ConfigError, UnknownNameError, did_you_mean
+from .registry import SINGULAR
 from .sections import DEFAULT_REWARDS, SECTIONS, SectionSpec
 
 
@@ -56,7 +57,7 @@ def compose_raw(files: str | Path | Sequence[str | Path] | None, overrides: Iter
                 f"config file {str(path)!r} cannot be merged onto the files before it: {str(exc).splitlines()[0]} "
                 "(a list must be given whole, not item by item)"
             ) from exc
-    overrides = list(overrides)
+    overrides = [_shorthand_override(item) for item in overrides]
     for item in overrides:
         if "=" not in item:
             raise ConfigError(f"override {item!r} must look like key.path=value (e.g. trainer.lr=1e-6)")
@@ -75,6 +76,17 @@ def compose_raw(files: str | Path | Sequence[str | Path] | None, overrides: Iter
 
 
 _INDEX = re.compile(r"\[(\d+)\]")
+
+
+def _shorthand_override(item: str) -> str:
+    """``agent.strategy=reflect`` -> ``agent.strategy.name=reflect`` (likewise ``scheduler=fixed``), so that
+    options given next to it (``agent.strategy.attempts=2``) do not silently replace the name."""
+    key, sep, value = item.partition("=")
+    shorthands = {k for k, s in SECTIONS.items() if s.kind and not s.is_list}
+    shorthands |= {f"{k}.{n}" for k, s in SECTIONS.items() for n in s.nested}
+    if sep and key.strip() in shorthands and value.strip() and value.strip()[0] not in "{[" and value.strip() != "null":
+        return f"{key.strip()}.name={value}"
+    return item
 
 
 def _no_list_item(item: str, merged: DictConfig) -> None:
@@ -126,6 +138,9 @@ def _normalise_shorthands(cfg: DictConfig) -> DictConfig:
             data[key] = {"name": value}
         if spec.is_list and isinstance(value, list):
             data[key] = [{"name": v} if isinstance(v, str) else v for v in value]
+        for sub in spec.nested:  # agent.strategy: reflect
+            if isinstance(value, dict) and isinstance(value.get(sub), str):
+                value[sub] = {"name": value[sub]}
     return OmegaConf.create(data)
 
 
@@ -173,10 +188,18 @@ def _validate_section(path: str, spec: SectionSpec, section: Any, manager: Any, 
         raise ConfigError(f"config key {path!r} must be a mapping, got {section!r}")
     _no_colon_keys(path, section)
     if spec.kind is None:
-        return _check(path, spec.dataclass, section)
+        if not spec.nested:
+            return _check(path, spec.dataclass, section)
+        own = OmegaConf.create({k: section[k] for k in section if k not in spec.nested})
+        result = _check(path, spec.dataclass, own)
+        for sub, sub_spec in spec.nested.items():  # agent.strategy: a component of its own
+            value = section.get(sub) if sub in section else None
+            result[sub] = _validate_section(f"{path}.{sub}", sub_spec, OmegaConf.create({}) if value is None else value,
+                                            manager, explicit=value is not None)
+        return result
     name = section.get("name", spec.default_name)
     if name is None or name == "???":
-        raise ConfigError(f"config key '{path}.name' is required: which {spec.kind[:-1]} to use")
+        raise ConfigError(f"config key '{path}.name' is required: which {SINGULAR[spec.kind]} to use")
     core_keys = {f.name for f in dataclasses.fields(spec.dataclass)}
     core_part = {k: v for k, v in section.items() if k in core_keys}
     core_part["name"] = name
@@ -201,14 +224,14 @@ def _validate_section(path: str, spec: SectionSpec, section: Any, manager: Any, 
     if len(unknown) == 1:
         raise ConfigError(
             f"unknown config key '{path}.{unknown[0]}'.{did_you_mean(unknown[0], valid)} Valid keys under {path} "
-            f"({spec.kind[:-1]} {name!r}): {', '.join(sorted(valid))}"
+            f"({SINGULAR[spec.kind]} {name!r}): {', '.join(sorted(valid))}"
         )
     if unknown:  # typically the options of another component, left behind when its name changed
         keys = ", ".join(f"{path}.{k}" for k in unknown)
         raise ConfigError(
-            f"{len(unknown)} keys under {path} are not options of {spec.kind[:-1]} {name!r}: {keys}. If they belong "
-            f"to the {spec.kind[:-1]} the file was written for, remove them when switching to {name!r}. Valid keys "
-            f"under {path}: {', '.join(sorted(valid))}"
+            f"{len(unknown)} keys under {path} are not options of {SINGULAR[spec.kind]} {name!r}: {keys}. If they "
+            f"belong to the {SINGULAR[spec.kind]} the file was written for, remove them when switching to {name!r}. "
+            f"Valid keys under {path}: {', '.join(sorted(valid))}"
         )
     result = _check(path, spec.dataclass, OmegaConf.create(core_part))
     if comp_cls is not None:
@@ -293,10 +316,16 @@ def check_options(what: str, cls: type | None, options: dict[str, Any]) -> None:
 
 def component_options(cfg_section: Any, kind: str, manager: Any) -> dict[str, Any]:
     """The keyword options for building the component a section selects (core's keys removed)."""
-    spec = next(s for s in SECTIONS.values() if s.kind == kind)
+    spec = _component_spec(kind)
     data = OmegaConf.to_container(cfg_section, resolve=True) if not isinstance(cfg_section, dict) else dict(cfg_section)
     core_keys = {f.name for f in dataclasses.fields(spec.dataclass)}
     return {k: v for k, v in data.items() if k not in core_keys}
+
+
+def _component_spec(kind: str) -> SectionSpec:
+    """The section spec that selects a component of *kind* (a top-level section, or one nested in one)."""
+    specs = [*SECTIONS.values(), *(n for s in SECTIONS.values() for n in s.nested.values())]
+    return next(s for s in specs if s.kind == kind)
 
 
 def build_component(manager: Any, kind: str, cfg_section: Any, *args: Any, **extra: Any) -> Any:
@@ -308,7 +337,7 @@ def build_component(manager: Any, kind: str, cfg_section: Any, *args: Any, **ext
     try:
         return cls(*args, **options)
     except (TypeError, ValueError) as exc:
-        raise ConfigError(f"cannot build {kind[:-1]} {name!r} from its config: {exc}") from exc
+        raise ConfigError(f"cannot build {SINGULAR[kind]} {name!r} from its config: {exc}") from exc
 
 
 #: Config keys that hold secrets: written as REDACTED to run directories and printouts.

@@ -9,6 +9,11 @@ Summary format (also the JSON ``agentgym eval`` writes and the trainer's ``eval/
     {"k": 4, "overall": ROW, "categories": {"GoTo": ROW, ...}, "meta": {...}}
     ROW = {"n", "tasks", "failed", "success_rate", "avg_at_k", "pass_at_k",
            "score_mean", "turns_mean", "end_reasons": {reason: count}}
+
+With a strategy that tries a task again after a failure (``reflect``), a row counts each
+task sample once, by its last attempt (its result), and gains ``"attempts": {"1": rate, "2":
+rate, ...}``, the share solved by attempt *j* (Reflexion's success over trials); the summary
+repeats the overall one as ``summary["attempts"]``.
 """
 from __future__ import annotations
 
@@ -64,8 +69,35 @@ def _get(t: Any, key: str, default: Any = None) -> Any:
 
 
 def _num_turns(t: Any) -> int:
+    """The episode's actions (a strategy's plan turns are not actions)."""
     turns = _get(t, "turns", None)
-    return len(turns) if turns is not None else int(_get(t, "num_turns", 0) or 0)
+    if turns is None:
+        return int(_get(t, "num_turns", 0) or 0)
+    return sum(1 for turn in turns if _get(turn, "kind", "action") == "action")
+
+
+def attempt_chains(trajectories: Iterable[Any]) -> list[list[Any]]:
+    """The trajectories grouped by task sample: each attempt 1 starts a chain, a later attempt joins
+    the chain of its ``first_episode_id`` (in order). Without attempts every trajectory is a chain."""
+    chains: list[list[Any]] = []
+    by_first: dict[Any, list[Any]] = {}
+    for t in trajectories:
+        chain = by_first.get(_get(t, "first_episode_id")) if int(_get(t, "attempt", 1) or 1) > 1 else None
+        if chain is None:
+            chain = []
+            chains.append(chain)
+            by_first[_get(t, "episode_id")] = chain
+        chain.append(t)
+    return chains
+
+
+def solved_by_attempt(chains: Sequence[Sequence[Any]], attempts: int) -> dict[str, float | None]:
+    """``{"1": r1, ..., "N": rN}``: the share of *chains* with a success by attempt *j*."""
+    out: dict[str, float | None] = {}
+    for j in range(1, attempts + 1):
+        solved = [any(_get(t, "success", False) and int(_get(t, "attempt", 1) or 1) <= j for t in c) for c in chains]
+        out[str(j)] = sum(solved) / len(solved) if solved else None
+    return out
 
 
 def _category_fn(categories: Categories) -> tuple[Callable[[int], str | None], list[str]]:
@@ -107,26 +139,37 @@ def _row(episodes: Sequence[Any], k: int) -> dict[str, Any]:
     return row
 
 
-def summarize(trajectories: Iterable[Any], *, k: int, categories: Categories = None) -> dict[str, Any]:
+def summarize(trajectories: Iterable[Any], *, k: int, categories: Categories = None,
+              attempts: int | None = None) -> dict[str, Any]:
     """Overall and per-category metrics of evaluation episodes (``k`` samples per task).
 
     *categories* maps task ids to category names (see :data:`Categories`); episodes whose
-    category is ``None`` count only in the overall row.
+    category is ``None`` count only in the overall row. Attempts at one task sample (see
+    :func:`attempt_chains`) count once, by the last; with *attempts* > 1 (the strategy's most;
+    None: the most seen) each row also has the share solved by each attempt.
     """
     if k < 1:
         raise ValueError(f"k must be >= 1, got {k}")
-    episodes = list(trajectories)
+    chains = attempt_chains(trajectories)
+    if attempts is None:
+        attempts = max((int(_get(t, "attempt", 1) or 1) for c in chains for t in c), default=1)
     category_of, names = _category_fn(categories)
-    groups: dict[str, list[Any]] = {name: [] for name in names}
-    for t in episodes:
-        cat = category_of(_get(t, "task_id"))
+    groups: dict[str, list[list[Any]]] = {name: [] for name in names}
+    for c in chains:
+        cat = category_of(_get(c[0], "task_id"))
         if cat is not None:
-            groups.setdefault(str(cat), []).append(t)
-    return {
-        "k": k,
-        "overall": _row(episodes, k),
-        "categories": {name: _row(groups[name], k) for name in sorted(groups)},
-    }
+            groups.setdefault(str(cat), []).append(c)
+
+    def row(subset: list[list[Any]]) -> dict[str, Any]:
+        out = _row([c[-1] for c in subset], k)
+        if attempts > 1:
+            out["attempts"] = solved_by_attempt(subset, attempts)
+        return out
+
+    summary = {"k": k, "overall": row(chains), "categories": {name: row(groups[name]) for name in sorted(groups)}}
+    if attempts > 1:
+        summary["attempts"] = summary["overall"]["attempts"]
+    return summary
 
 
 # -- tables -----------------------------------------------------------------------------------
@@ -146,15 +189,20 @@ def _reasons(row: Mapping[str, Any]) -> str:
 
 
 def table_rows(summary: Mapping[str, Any]) -> tuple[list[str], list[list[str]]]:
-    """Headers and formatted rows of one summary (overall first, then each category)."""
+    """Headers and formatted rows of one summary (overall first, then each category); with
+    attempts, a ``by attempt j`` column each (the share solved by attempt *j*)."""
     k = summary.get("k", 1)
     keys = ["n", "tasks", "success_rate", "avg_at_k", "pass_at_k", "score_mean", "turns_mean"]
-    headers = ["category"] + [METRIC_LABELS[key].format(k=k) for key in keys] + ["end reasons"]
+    attempts = list((summary.get("overall") or {}).get("attempts") or {})
+    headers = (["category"] + [METRIC_LABELS[key].format(k=k) for key in keys]
+               + [f"by attempt {j}" for j in attempts] + ["end reasons"])
     rows = []
     named = [("overall", summary.get("overall") or _row([], k))]
     named += list((summary.get("categories") or {}).items())
     for name, row in named:
-        rows.append([name] + [_fmt(key, row.get(key)) for key in keys] + [_reasons(row)])
+        by = row.get("attempts") or {}
+        rows.append([name] + [_fmt(key, row.get(key)) for key in keys]
+                    + [_fmt("success_rate", by.get(j)) for j in attempts] + [_reasons(row)])
     return headers, rows
 
 
@@ -333,9 +381,11 @@ async def evaluate(parts: Any, plan: EvalPlan, *, model: str, step: int = 0, dum
                                  progress=say.update if say else None)
     if say is not None:
         say.close(sum(bool(t.success) for t in trajectories))
-    summary = summarize(trajectories, k=plan.k, categories=parts.env.categories_of(ids))
+    strategy = parts.strategy
+    summary = summarize(trajectories, k=plan.k, categories=parts.env.categories_of(ids),
+                        attempts=int(strategy.max_attempts))
     summary["meta"] = {"tasks": len(ids), "max_turns": plan.max_turns, "temperature": plan.temperature,
-                       **plan.meta(model=model, env=parts.env)}
+                       **plan.meta(model=model, env=parts.env), "strategy": strategy.name}
     return summary, trajectories
 
 

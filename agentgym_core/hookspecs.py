@@ -79,6 +79,18 @@ def register_engines(registry: Any) -> None:
 
 
 @hookspec
+def register_strategies(registry: Any) -> None:
+    """Register agent strategies: how the episodes of one task are played (plan first, reflect and
+    try again, ...).
+
+    :param registry: the strategies registry; ``registry.add("name", "pkg.module:StrategyClass")``
+        where the class subclasses :class:`~agentgym_core.rollout.strategy.Strategy`. Core's
+        ``default`` (one episode per task, every reply an action) comes through this hook too.
+    Fires once when the plugin manager is built. Returns nothing. Selected by ``agent.strategy``.
+    """
+
+
+@hookspec
 def register_commands(registry: Any) -> None:
     """Register ``agentgym`` CLI commands (simonw/llm's ``register_commands``, as import strings).
 
@@ -156,6 +168,7 @@ REGISTRATION_HOOKS = {
     "backends": "register_backends",
     "trainers": "register_trainers",
     "engines": "register_engines",
+    "strategies": "register_strategies",
     "commands": "register_commands",
 }
 LIFECYCLE_HOOKS = ("on_run_start", "on_rollout_end", "on_step_end", "on_checkpoint", "on_run_end")

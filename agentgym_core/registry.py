@@ -12,7 +12,7 @@ from typing import Any
 from .errors import ComponentImportError, DuplicateNameError, UnknownNameError, did_you_mean
 
 #: The plugin kinds, in the order the CLI lists them.
-KINDS = ("envs", "rewards", "schedulers", "backends", "trainers", "engines", "commands")
+KINDS = ("envs", "rewards", "schedulers", "backends", "trainers", "engines", "strategies", "commands")
 
 #: Singular noun per kind, for messages ("unknown env 'x'").
 SINGULAR = {
@@ -22,6 +22,7 @@ SINGULAR = {
     "backends": "backend",
     "trainers": "trainer",
     "engines": "engine",
+    "strategies": "strategy",
     "commands": "command",
 }
 
@@ -34,6 +35,7 @@ KNOWN_PROVIDERS = {
         "searchqa": "agentgym-env-searchqa",
         "webnav": "agentgym-env-webnav",
         "codefix": "agentgym-env-codefix",
+        "ecommerce": "agentgym-env-ecommerce",
     },
     "engines": {"hf": "agentgym-engine-hf", "vllm": "agentgym-engine-vllm"},
     "trainers": {"rl": "agentgym-trainer-rl"},
@@ -49,6 +51,7 @@ KNOWN_PROVIDERS = {
         "normalize": "agentgym-reward-shaping",
     },
     "backends": {"cuda": "agentgym-backend-accel", "npu": "agentgym-backend-accel"},
+    "strategies": {"plan": "agentgym-strategy-basic", "reflect": "agentgym-strategy-basic"},
     "commands": {"view": "agentgym-inspect", "report": "agentgym-inspect", "compare": "agentgym-inspect"},
 }
 

@@ -3,7 +3,8 @@
 A run config has these top-level sections. ``env``, ``engine``, ``scheduler``, ``backend``,
 ``trainer`` and each item of ``rewards`` select a registered component by ``name``; their
 other keys are the component's ``Config`` fields, next to the *core keys* below that core
-itself reads (``name``; for env, e.g. how many env servers to launch).
+itself reads (``name``; for env, e.g. how many env servers to launch). ``agent.strategy``
+selects one inside the ``agent`` section the same way.
 """
 from __future__ import annotations
 
@@ -88,6 +89,10 @@ class AgentSection:
     #: ``before_observation`` or ``after_observation`` (inside the first user message, which
     #: small models such as SmolLM2-135M follow better than a system message).
     instruction_position: str = "system"
+    #: How the episodes of a task are played: a registered strategy (``default``, ``plan``,
+    #: ``reflect``, ...; ``agentgym list strategies``), as ``agent.strategy: reflect`` or with options
+    #: ``agent.strategy: {name: reflect, attempts: 3}``; validated like a component section.
+    strategy: Any = None
 
     def __post_init__(self) -> None:
         if self.action_format and self.action_format not in ACTION_FORMATS:
@@ -205,12 +210,15 @@ class SectionSpec:
     kind: Optional[str] = None  # registry kind when the section selects a component
     default_name: Optional[str] = None
     is_list: bool = False
+    #: Keys of this section that select a component themselves (``agent.strategy``).
+    nested: dict[str, "SectionSpec"] = field(default_factory=dict)
 
 
 SECTIONS: dict[str, SectionSpec] = {
     "run": SectionSpec(RunSection),
     "model": SectionSpec(ModelSection),
-    "agent": SectionSpec(AgentSection),
+    "agent": SectionSpec(AgentSection, nested={
+        "strategy": SectionSpec(ComponentCoreKeys, kind="strategies", default_name="default")}),
     "rollout": SectionSpec(RolloutSection),
     "eval": SectionSpec(EvalSection),
     "env": SectionSpec(EnvCoreKeys, kind="envs"),

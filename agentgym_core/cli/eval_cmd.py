@@ -2,6 +2,7 @@
 
     agentgym eval -c configs/quickstart.yaml --model runs/quickstart --k 4
     agentgym eval --model runs/quickstart            # the run's own config.yaml and latest checkpoint
+    agentgym eval -c configs/quickstart.yaml --model smollm2-135m-instruct --strategy reflect agent.strategy.attempts=2
     agentgym eval --compare runs/a runs/b eval.json  # side by side
 """
 from __future__ import annotations
@@ -116,11 +117,13 @@ def checkpoint_scheduler(cfg: Any, manager: Any, model_path: str) -> Any:
     return scheduler
 
 
-def default_out(model: str, run_dir: Path | None, split: str, k: int) -> Path:
+def default_out(model: str, run_dir: Path | None, split: str, k: int, strategy: str = "default") -> Path:
+    """``runs/<name>/eval/test-k1.json`` or ``eval-<model>-test-k1.json`` (``-<strategy>`` unless the default)."""
+    tail = f"{split}-k{k}" + (f"-{strategy}" if strategy != "default" else "")
     if run_dir is not None:
-        return run_dir / "eval" / f"{split}-k{k}.json"
+        return run_dir / "eval" / f"{tail}.json"
     slug = re.sub(r"[^A-Za-z0-9_.-]+", "-", Path(model).name or model).strip("-") or "model"
-    return Path(f"eval-{slug}-{split}-k{k}.json")
+    return Path(f"eval-{slug}-{tail}.json")
 
 
 @click.command("eval")
@@ -132,15 +135,19 @@ def default_out(model: str, run_dir: Path | None, split: str, k: int) -> Path:
 @click.option("--temperature", type=float, default=None, help="Sampling temperature [default: eval.temperature; rollout's when k > 1].")
 @click.option("--max-turns", type=int, default=None, help="Horizon per episode [default: the scheduler's final one].")
 @click.option("--local/--servers", default=False, help="Run envs in this process instead of launching env servers.")
+@click.option("--strategy", default=None,
+              help="Agent strategy (default, plan, reflect, ...; `agentgym list strategies`) [default: agent.strategy].")
 @click.option("--out", type=click.Path(), default=None, help="JSON file to write (a .md twin is written next to it).")
 @click.option("--compare", is_flag=True, help="Print the given runs / eval JSON files side by side instead.")
 @click.argument("args", nargs=-1)
 def eval_(files: tuple[str, ...], model: str | None, split: str | None, k: int | None, tasks: int | None,
-          temperature: float | None, max_turns: int | None, local: bool, out: str | None, compare: bool,
-          args: tuple[str, ...]) -> None:
+          temperature: float | None, max_turns: int | None, local: bool, strategy: str | None, out: str | None,
+          compare: bool, args: tuple[str, ...]) -> None:
     """Evaluate a model on an env's test split (Avg@k, Pass@k, success, turns, per category).
 
     ARGS are config overrides (key.path=value), or with --compare the runs / JSON files to compare.
+    With a strategy that tries again after a failure (reflect), the table adds the share of tasks
+    solved by each attempt.
     """
     from agentgym_core.evaluation import compare as compare_md
     from agentgym_core.evaluation import to_markdown
@@ -168,6 +175,8 @@ def eval_(files: tuple[str, ...], model: str | None, split: str | None, k: int |
     if not files:
         raise click.UsageError("-c CONFIG is required (it names the env) unless --model is a run directory")
     manager = get_plugin_manager()
+    if strategy:  # the same as the override agent.strategy.name=NAME (options stay overrides)
+        args = (f"agent.strategy.name={strategy}", *args)
     cfg = load_config(list(files), args, manager=manager)
     if "env" not in cfg:
         raise AgentGymError(f"config {', '.join(files)} has no env section; add env: {{name: ...}} to say what to evaluate on")
@@ -180,15 +189,16 @@ def eval_(files: tuple[str, ...], model: str | None, split: str | None, k: int |
                            temperature=temperature, max_turns=max_turns)
     if plan.notice:
         click.echo(plan.notice, err=True)
-    out_path = Path(out) if out else default_out(model, run_dir, plan.split, plan.k)
+    out_path = Path(out) if out else default_out(model, run_dir, plan.split, plan.k, cfg.agent.strategy.name)
     dump = out_path.with_suffix(".jsonl")
     out_path.parent.mkdir(parents=True, exist_ok=True)
     click.echo(f"Evaluating {model_path} on {cfg.env.name}/{plan.split}: k={plan.k}, horizon {plan.max_turns} turns, "
-               f"temperature {plan.temperature}", err=True)
+               f"temperature {plan.temperature}, strategy {cfg.agent.strategy.name}", err=True)
     summary, _ = asyncio.run(_evaluate(cfg, model_path, plan, local=local, manager=manager, dump_path=dump))
     table = to_markdown(summary)
     click.echo(table)
     out_path.write_text(json.dumps(summary, indent=2) + "\n", encoding="utf-8")
     out_path.with_suffix(".md").write_text(
-        f"# Evaluation of `{model_path}` on {cfg.env.name}/{plan.split} (k={plan.k})\n\n{table}\n", encoding="utf-8")
+        f"# Evaluation of `{model_path}` on {cfg.env.name}/{plan.split} (k={plan.k}, strategy "
+        f"{cfg.agent.strategy.name})\n\n{table}\n", encoding="utf-8")
     click.echo(f"Wrote {out_path}, {out_path.with_suffix('.md')} and the episodes in {dump}", err=True)

@@ -20,6 +20,12 @@ def register_backends(registry):
                  description="CPU, gloo process groups, bf16 where the CPU supports it")
 
 
+@hookimpl
+def register_strategies(registry):
+    registry.add("default", "agentgym_core.rollout.strategy:Strategy",
+                 description="one episode per task, every reply an action")
+
+
 #: Core's commands, in the order ``agentgym --help`` lists them: (name, target, one line of help).
 COMMANDS = (
     ("plugins", "agentgym_core.cli.plugins_cmd:plugins", "List installed plugins and what each registered."),

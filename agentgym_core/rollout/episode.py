@@ -1,9 +1,10 @@
 """One episode as it grows: exact sampled tokens plus template-rendered deltas, and its budgets.
 
 The builder owns the token sequence, loss mask and logprobs of a :class:`Trajectory`. With a
-history window of K turns, the *model's prompt* keeps the initial prompt and the last K turns
-(cut at token level, so kept turns are still exactly as sampled); the trajectory itself
-keeps every turn, so training sees the whole episode while generation saw a shorter context.
+history window of K turns, the *model's prompt* keeps the initial prompt, a pinned turn (a
+strategy's plan, see :meth:`EpisodeBuilder.pin_last_turn`) and the last K other turns (cut at token
+level, so kept turns are still exactly as sampled); the trajectory itself keeps every turn, so
+training sees the whole episode while generation saw a shorter context.
 """
 from __future__ import annotations
 
@@ -39,17 +40,30 @@ class EpisodeBuilder:
         #: Each reply's message content (the sampled text without a sampled end-of-turn marker).
         self.contents: list[str] = []
         self._pending: tuple[str, Any] | None = None
+        #: The turn kept in the model's prompt however far back it lies (None: none).
+        self._pinned: int | None = None
 
     def __len__(self) -> int:
         return len(self.traj.token_ids)
 
     def model_prompt(self) -> list[int]:
-        """The token ids the model sees for its next reply (windowed when history_window > 0)."""
+        """The token ids the model sees for its next reply: with history_window K, the initial prompt,
+        the pinned turn and the last K other turns."""
         ids = self.traj.token_ids
-        k = self.history_window
-        if k <= 0 or len(self._turn_starts) <= k:
+        k, n, p = self.history_window, len(self._turn_starts), self._pinned
+        if k > 0 and p is not None and p >= n - k:
+            k += 1  # a pinned turn inside the window does not take one of its K places
+        if k <= 0 or n <= k:
             return list(ids)
-        return ids[: self.traj.prompt_len] + ids[self._turn_starts[-k] :]
+        head = ids[: self.traj.prompt_len]
+        if p is not None and p < n - k:  # out of the window: its reply and what followed it
+            head = head + ids[self._turn_starts[p] : self._turn_starts[p + 1]]
+        return head + ids[self._turn_starts[-k] :]
+
+    def pin_last_turn(self) -> None:
+        """Keep the latest turn (its reply and the user message after it) in every later model prompt,
+        also once the history window has moved past it; a later pin replaces it."""
+        self._pinned = len(self._turn_starts) - 1
 
     def add_reply(self, result: GenerationResult) -> Turn:
         """Append the sampled tokens (loss mask 1) and start a turn for them."""

@@ -35,6 +35,9 @@ class Turn:
     prompt_tokens: int = 0
     #: Of those, the tokens the engine ran as prompt for this reply (the rest came from its KV cache).
     prefill_tokens: int = 0
+    #: ``action`` (parsed and sent to the env), or a strategy's own kind of reply (``plan``), which is
+    #: kept in the episode and answered by the strategy instead of the env.
+    kind: str = "action"
 
 
 @dataclass
@@ -67,6 +70,12 @@ class Trajectory:
     #: Set when the chat template was not prefix-stable and the fallback re-rendered the prompt.
     template_fallback: bool = False
     step: int = 0
+    #: Which attempt at the task this is (1-based); strategies such as ``reflect`` try again after a failure.
+    attempt: int = 1
+    #: The ``episode_id`` of the task's first attempt, shared by all its attempts ("" in old dumps: this one).
+    first_episode_id: str = ""
+    #: Text from earlier attempts put into this attempt's prompt (reflections): context, loss mask 0.
+    memory: list[str] = field(default_factory=list)
 
     @property
     def num_turns(self) -> int:

@@ -14,6 +14,7 @@ def test_plugins_json_lists_internal_defaults(run_cli):
     core = plugins["core"]
     assert core["internal"] and core["distribution"] == "agentgym-core"
     assert core["registered"] == {"rewards": ["success"], "schedulers": ["fixed"], "backends": ["cpu"],
+                                  "strategies": ["default"],
                                   "commands": ["config", "env", "eval", "list", "new", "plugins", "rollout", "train"]}
 
 

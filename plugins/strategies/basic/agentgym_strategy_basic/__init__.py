@@ -1,0 +1,1 @@
+"""AgentGym agent strategies ``plan`` and ``reflect`` (see README.md)."""
