@@ -30,6 +30,8 @@ class Batch:
     failed: torch.Tensor | None = None
     #: [B, L] long: the turn index of each generated token of a usable episode, -1 elsewhere.
     turn_ids: torch.Tensor | None = None
+    #: [B, L] float: the sampler's log-prob of each generated token (``Trajectory.logprobs``), 0 elsewhere.
+    sampler_logprobs: torch.Tensor | None = None
 
     def __len__(self) -> int:
         return int(self.input_ids.shape[0])
@@ -133,6 +135,7 @@ def build_batch(trajectories: Sequence[Any], pad_id: int = 0) -> Batch:
     groups = torch.zeros(n, dtype=torch.long)
     failed = torch.zeros(n, dtype=torch.bool)
     turn_ids = torch.full((n, length), -1, dtype=torch.long)
+    sampler = torch.zeros((n, length), dtype=torch.float32)
     for i, traj in enumerate(trajectories):
         ids = traj.token_ids
         input_ids[i, : len(ids)] = torch.tensor(ids, dtype=torch.long)
@@ -143,6 +146,8 @@ def build_batch(trajectories: Sequence[Any], pad_id: int = 0) -> Batch:
             continue
         loss_mask[i, : len(ids)] = torch.tensor(traj.loss_mask, dtype=torch.float32)
         loss_mask[i, 0] = 0.0
+        if len(traj.logprobs) == len(ids):
+            sampler[i, : len(ids)] = torch.tensor(traj.logprobs, dtype=torch.float32)
         for k, turn in enumerate(traj.turns):
             turn_ids[i, turn.start: turn.end] = k
         turn_rewards = list(traj.rewards) or [0.0] * len(traj.turns)
@@ -157,4 +162,5 @@ def build_batch(trajectories: Sequence[Any], pad_id: int = 0) -> Batch:
             else:
                 rewards[i, turn.end - 1] += float(reward)
     turn_ids[loss_mask == 0] = -1
-    return Batch(input_ids, attention, loss_mask, rewards, groups, failed=failed, turn_ids=turn_ids)
+    return Batch(input_ids, attention, loss_mask, rewards, groups, failed=failed, turn_ids=turn_ids,
+                 sampler_logprobs=sampler * loss_mask)

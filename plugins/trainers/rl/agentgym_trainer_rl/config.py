@@ -60,6 +60,11 @@ class UpdateConfig:
     #: Run a group's common prompt once per micro-batch and its episodes against that KV cache
     #: (same gradients; a GRPO group of G shares its prompt). Off under gradient checkpointing.
     share_prefix: bool = True
+    #: Truncated importance sampling against the sampler (Yao et al. 2025, "Your efficient RL
+    #: framework secretly brings you off-policy RL training"; verl's tis_imp_ratio_cap): each
+    #: token's policy loss is weighted by min(pi_old / pi_sampler, tis_cap), pi_old being the
+    #: trainer's log-prob before the update and pi_sampler the engine's. null: off.
+    tis_cap: Optional[float] = None
 
 
 @dataclass
@@ -113,6 +118,8 @@ class RLConfig(UpdateConfig):
 
         one_of("algorithm", ALGORITHM_NAMES)
         one_of("finetune", ("lora", "full"))
+        if self.tis_cap is not None:
+            check_range("trainer.tis_cap", self.tis_cap, gt=0, note="null: no importance correction; verl and the TIS paper use 2")
         one_of("strategy", ("ddp", "fsdp"))
         one_of("optimizer", ("adamw", "adamw_8bit"))
         if self.fsdp_offload and self.strategy != "fsdp":

@@ -78,8 +78,11 @@ class Updater:
     @staticmethod
     def extra_metrics(train: dict[str, float], world: int) -> dict[str, float]:
         """The step's algorithm metrics from :meth:`step`'s result (averaged over *world* processes):
-        ``lone_groups`` (summed over processes), ``clipfrac_lower`` (dual clip), ``kl_coef`` (adaptive)."""
-        out = {k: train[k] for k in ("clipfrac_lower", "kl_coef") if k in train}
+        ``lone_groups`` (summed over processes), ``clipfrac_lower`` (dual clip), ``kl_coef`` (adaptive),
+        ``sampler_logp_diff`` / ``sampler_logp_diff_max`` (mean and max |log pi_trainer - log pi_sampler|
+        over trained tokens) and ``tis_truncated`` (share of tokens whose weight hit ``tis_cap``)."""
+        out = {k: train[k] for k in ("clipfrac_lower", "kl_coef", "sampler_logp_diff", "sampler_logp_diff_max",
+                                     "tis_truncated") if k in train}
         if "lone_groups" in train:
             out["lone_groups"] = train["lone_groups"] * world
         return out
@@ -199,6 +202,29 @@ class Updater:
             o = self.opts
             self.kl_coef = adaptive_kl_coef(self.kl_coef, kl_sum / count, o.kl_target, episodes_all, o.kl_horizon)
 
+    def _behaviour_correction(self, pg: torch.Tensor, old: torch.Tensor, sampler: torch.Tensor, mask: torch.Tensor,
+                              first_epoch: bool, add: Any) -> torch.Tensor:
+        """Measure how far the sampler's log-probs are from the trainer's (old policy), and with
+        ``tis_cap`` weight each token's loss by the truncated ratio min(exp(old - sampler), cap).
+
+        The engine may compute differently from the trainer (another precision, a compiled graph,
+        vLLM's kernels): PPO's ratio is taken against the trainer's old policy, and this weight
+        corrects for the tokens having been sampled from the engine's (Yao et al. 2025).
+        """
+        diff = (old - sampler) * mask
+        if first_epoch:  # each token counted once
+            ntok = float(mask.sum())
+            add("sampler_logp_diff", float(diff.abs().sum()), ntok)
+            if ntok:
+                self._diff_max = max(self._diff_max, float(diff.abs().max()))
+        cap = self.opts.tis_cap
+        if cap is None:
+            return pg
+        weight = torch.exp(diff).clamp(max=cap).detach()
+        if first_epoch:
+            add("tis_truncated", float(((weight >= cap) * mask).sum()), float(mask.sum()))
+        return pg * weight
+
     def update(self, batch: Batch) -> dict[str, float]:
         o = self.opts
         # Each metric is a weighted mean over the step (tokens, or sequences for a sequence-level
@@ -212,11 +238,13 @@ class Updater:
             counts[name] = counts.get(name, 0.0) + weight
 
         skipped = updates = shared = 0
+        self._diff_max = 0.0
         run = 0.0  # tokens the update's forward passes actually ran (no padding, no shared repeats)
         clip_high = o.clip_ratio_high if o.clip_ratio_high is not None else o.clip_ratio
         agg, norm_tokens = self.loss_agg, self.norm_tokens
         params = [p for p in self.policy.parameters() if p.requires_grad]
-        for _ in range(o.ppo_epochs):
+        for epoch in range(o.ppo_epochs):
+            first_epoch = epoch == 0
             order = self._order(batch)
             for mini in self._chunks(order, o.mini_batches):
                 norm = normaliser(batch.loss_mask[mini], agg, norm_tokens)
@@ -248,6 +276,8 @@ class Updater:
                     if o.clip_ratio_c is not None:
                         pg, lower = dual_clip(pg, adv, o.clip_ratio_c)
                         add("clipfrac_lower", float((lower * mask).sum()), ntok)
+                    if mb.sampler_logprobs is not None:
+                        pg = self._behaviour_correction(pg, old, self._to(mb.sampler_logprobs), mask, first_epoch, add)
                     loss = aggregate(pg, mask, agg, norm)
                     add("pg_loss", float(aggregate(pg.detach(), mask, agg, 1.0)), normaliser(mask, agg, norm_tokens))
                     add("clipfrac", float((clipped * mask).sum()), ntok)
@@ -284,6 +314,8 @@ class Updater:
                     skipped += 1
                 self.optimizer.zero_grad(set_to_none=True)
         metrics = {k: sums[k] / max(counts[k], 1e-9) for k in sums}
+        if "sampler_logp_diff" in sums:  # (a max, not a mean)
+            metrics["sampler_logp_diff_max"] = self._diff_max
         self._kl_sum, self._kl_count = sums.get("kl", 0.0), counts.get("kl", 0.0)
         metrics["updates"] = float(updates)
         metrics["nonfinite_skipped"] = float(skipped)

@@ -25,7 +25,7 @@ def tiny_config(model: Path, out: Path, name: str = "tiny", **extra: str | None)
     return [f"{k}={v}" for k, v in items.items() if v is not None]
 
 
-def own_copy_engine_class():
+def own_copy_engine_class(dtype: str = "fp32"):
     """An hf engine that loads its own copy of the weights from the model's folder, as vLLM does.
 
     The trainer must send it the policy's weights after every update
@@ -38,7 +38,7 @@ def own_copy_engine_class():
 
         def __init__(self, model, tokenizer=None, **options):
             base = model.get_base_model() if hasattr(model, "get_base_model") else model
-            super().__init__(base.config._name_or_path, tokenizer, **{**options, "dtype": "fp32"})
+            super().__init__(base.config._name_or_path, tokenizer, **{**options, "dtype": dtype})
 
     return OwnCopyEngine
 
@@ -46,4 +46,6 @@ def own_copy_engine_class():
 def __getattr__(name):  # "rl_helpers:OwnCopyEngine" as a registry import string, built on first use
     if name == "OwnCopyEngine":
         return own_copy_engine_class()
+    if name == "OwnCopyBF16Engine":  # samples in another precision than the fp32 trainer
+        return own_copy_engine_class("bf16")
     raise AttributeError(name)
