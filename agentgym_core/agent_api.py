@@ -409,74 +409,25 @@ def _loads(entry: Any) -> Any:
         return None
 
 
-_UNREAD = object()
-
-
 def env_options(env: BaseEnv, entry: Any) -> dict[str, Any]:
-    """The options *env* (an instance of registered env *entry*) was built with, for a run's ``env`` section.
-
-    What ``BaseEnv.__init__`` kept in ``env.options``, and each of the env's config fields (its
-    ``Config`` dataclass, which mirrors the ``__init__`` keywords) read from the attribute of
-    that name when it holds plain data. An option kept under another name cannot be read back;
-    it counts as its default only if an env built from what was read is the same as *env* in its
-    self-description (instruction, action format, splits, ``describe()``) and in every attribute
-    holding plain data; otherwise this is an error naming it (an instance that already played an
-    episode differs too).
-    """
-    options = {k: v for k, v in (getattr(env, "options", None) or {}).items() if _plain(v) is not _UNREAD}
-    unread = []
-    config = entry.config_class()
-    for f in dataclasses.fields(config) if config is not None and dataclasses.is_dataclass(config) else ():
-        if f.name not in options:
-            value = _plain(getattr(env, f.name, _UNREAD))
-            if value is _UNREAD:
-                unread.append(f.name)
-            else:
-                options[f.name] = value
-    if not unread:
-        return options
+    """The options *env* (an instance of registered env *entry*) was built with, for a run's ``env``
+    section: the keywords ``BaseEnv`` recorded (:attr:`BaseEnv.built_with`). An instance built
+    with positional arguments, or with values a config file cannot hold, is an error with the fix."""
     name = type(env).__name__
+    options = getattr(env, "built_with", None)
+    if options is None:
+        raise AgentGymError(f"LLMAgent.train: this {name} was built with positional arguments, which a run config "
+                            f"cannot express; build it with keywords ({name}(levels=[...])) or pass the class and its "
+                            f"options: agent.train({name}, **{{'env.<option>': ...}})")
+    from omegaconf import OmegaConf
+    from omegaconf.errors import OmegaConfBaseException
+
     try:
-        twin = type(env)(**options)
-    except Exception as exc:  # noqa: BLE001 - the env's own validation: say what was passed
-        raise AgentGymError(f"LLMAgent.train: {name}(**{options!r}), rebuilt from the instance's options, raised "
-                            f"{type(exc).__name__}: {exc}; pass the class and its options instead") from exc
-    try:
-        mine, theirs = _state(env), _state(twin)
-    finally:
-        twin.close()
-    differs = sorted(k for k in mine.keys() | theirs.keys() if mine.get(k, _UNREAD) != theirs.get(k, _UNREAD))
-    if differs:
-        example = ", ".join(f"'env.{k}': ..." for k in unread)
-        raise AgentGymError(
-            f"LLMAgent.train: the {name} instance's options {', '.join(unread)} cannot be read back (no attribute of "
-            f"that name), and a {name} built without them differs from it ({', '.join(differs)}); pass the class and "
-            f"its options instead: agent.train({name}, **{{{example}}})")
-    return options
-
-
-def _plain(value: Any) -> Any:
-    """*value* as config data (lists for tuples), or ``_UNREAD`` if it is not plain data."""
-    if value is None or isinstance(value, (bool, int, float, str)):
-        return value
-    if isinstance(value, (list, tuple)):
-        items = [_plain(v) for v in value]
-        return _UNREAD if any(v is _UNREAD for v in items) else items
-    if isinstance(value, dict) and all(isinstance(k, str) for k in value):
-        items = {k: _plain(v) for k, v in value.items()}
-        return _UNREAD if any(v is _UNREAD for v in items.values()) else items
-    return _UNREAD
-
-
-def _state(env: BaseEnv) -> dict[str, Any]:
-    """What tells two envs apart: their self-description and the attributes that hold plain data."""
-    import json
-
-    state = {k: value for k, v in vars(env).items() if (value := _plain(v)) is not _UNREAD}
-    state.update({"instruction": env.instruction, "action_format": env.action_format,
-                  "splits()": {k: list(v) for k, v in env.splits().items()},
-                  "describe()": json.dumps(env.describe(), sort_keys=True, default=str)})
-    return state
+        OmegaConf.create({"env": options})
+    except OmegaConfBaseException as exc:
+        raise AgentGymError(f"LLMAgent.train: {name}'s options {options!r} are not all config data (numbers, "
+                            f"strings, lists, mappings): {exc}; pass plain values") from None
+    return dict(options)
 
 
 def _holds_results(path: Path) -> bool:

@@ -36,6 +36,14 @@ class BaseEnv:
     #: Optional dataclass describing the keyword options ``__init__`` accepts.
     Config: ClassVar[type | None] = None
 
+    def __new__(cls, *args: Any, **options: Any) -> "BaseEnv":
+        env = super().__new__(cls)
+        #: The keyword options this instance was built with, as a run config's ``env`` section
+        #: would give them (``LLMAgent.train(BabyAIEnv(levels=[...]))`` trains in that setup).
+        #: None when it was built with positional arguments, which a config cannot express.
+        env.built_with = None if args else dict(options)
+        return env
+
     def __init__(self, **options: Any) -> None:
         self.options = options
 

@@ -119,23 +119,35 @@ def test_an_instance_replaces_the_files_env_options(tmp_path):
     assert list(cfg.env.levels) == ["GoToObj"] and cfg.env.brief is True
 
 
-def test_options_that_cannot_be_read_back_are_refused_when_they_matter():
+def test_an_instance_trains_in_exactly_the_options_it_was_built_with():
+    """BaseEnv records the keywords an env was built with, whatever the env does with them (babyai keeps
+    `reward` as reward_mode and `brief` only in its instruction, textcraft `min_depth` in its catalog)."""
     from agentgym.envs import BabyAIEnv, TextCraftEnv
 
     agent = LLMAgent()
-    # babyai keeps `reward` as reward_mode and `brief` only in its instruction: not readable by name.
-    with pytest.raises(AgentGymError) as info:
-        agent.train_config(BabyAIEnv(reward="minigrid"))
-    msg = str(info.value)
-    assert "options reward, brief, compat cannot be read back" in msg and "(reward_mode)" in msg
-    assert msg.endswith("agent.train(BabyAIEnv, **{'env.reward': ..., 'env.brief': ..., 'env.compat': ...})")
-    with pytest.raises(AgentGymError, match=r"differs from it \(action_format, describe\(\), instruction\)"):
-        agent.train_config(BabyAIEnv(brief=True))
-    with pytest.raises(AgentGymError, match="min_depth, compat cannot be read back"):
-        agent.train_config(TextCraftEnv(min_depth=3))
-    # ... and the fix the message gives works.
-    cfg = agent.train_config(BabyAIEnv, **{"env.reward": "minigrid", "env.brief": True})
+    cfg = agent.train_config(BabyAIEnv(reward="minigrid", brief=True))
     assert (cfg.env.reward, cfg.env.brief) == ("minigrid", True)
+    assert agent.train_config(TextCraftEnv(min_depth=2)).env.min_depth == 2
+    assert BabyAIEnv(brief=True).built_with == {"brief": True}
+
+
+def test_an_instance_a_config_cannot_describe_is_refused_with_the_fix():
+    class Positional(_Board):
+        def __init__(self, size, **options):
+            super().__init__(size=size, **options)
+
+    Positional.__module__ = __name__
+    from agentgym_core.plugins import get_plugin_manager
+
+    manager = get_plugin_manager(fresh=True)
+    manager.register(types.SimpleNamespace(register_envs=hookimpl(lambda registry: (
+        registry.add("positional", f"{__name__}:Positional"), registry.add("board", f"{__name__}:_Board")))),
+        "positional-test")
+    globals()["Positional"] = Positional
+    with pytest.raises(AgentGymError, match=r"built with positional arguments.*agent.train\(Positional"):
+        LLMAgent().train_config(Positional(4), manager=manager)
+    with pytest.raises(AgentGymError, match="not all config data"):
+        LLMAgent().train_config(_Board(note=object()), manager=manager)
 
 
 class _Board(BaseEnv):
