@@ -131,7 +131,16 @@ class CUDABackend(_AccelBackend):
     dist_backend = "nccl"
     device_type = "cuda"
     visible_var = "CUDA_VISIBLE_DEVICES"
-    install_hint = "install a CUDA build of torch and check CUDA_VISIBLE_DEVICES"
+
+    @property
+    def install_hint(self) -> str:
+        """What to do, by what is missing: a CUDA build of torch, or a device this build can see."""
+        try:
+            self._module()
+        except _Unavailable:
+            return ("install a CUDA build of torch (pip install torch==2.13.0 from PyPI on Linux, or from "
+                    "https://download.pytorch.org/whl/cu128)")
+        return "check that nvidia-smi lists a GPU (driver installed) and that CUDA_VISIBLE_DEVICES names it"
 
     def _module(self) -> Any:
         try:
@@ -160,7 +169,15 @@ class NPUBackend(_AccelBackend):
     dist_backend = "hccl"
     device_type = "npu"
     visible_var = "ASCEND_RT_VISIBLE_DEVICES"
-    install_hint = "install torch_npu (matching your torch version and CANN toolkit)"
+
+    @property
+    def install_hint(self) -> str:
+        """What to do, by what is missing: torch_npu, or a device it can see."""
+        try:
+            self._module()
+        except _Unavailable:
+            return "install torch_npu (matching your torch version and CANN toolkit)"
+        return "check that npu-smi info lists an NPU (driver installed) and that ASCEND_RT_VISIBLE_DEVICES names it"
 
     def _module(self) -> Any:
         try:

@@ -84,6 +84,7 @@ def test_cuda_unavailable_without_a_gpu_says_why(manager):
 def test_cuda_unavailable_with_a_cpu_build_of_torch(manager, monkeypatch):
     monkeypatch.setattr(torch.version, "cuda", None)  # what a CPU build of torch reports
     _check_cuda_unavailable(manager, f"torch {torch.__version__} is built without CUDA (torch.version.cuda is None)")
+    assert "install a CUDA build of torch" in CUDABackend().install_hint
 
 
 def test_cuda_unavailable_with_a_cuda_build_and_no_device(manager, monkeypatch):
@@ -95,6 +96,8 @@ def test_cuda_unavailable_with_a_cuda_build_and_no_device(manager, monkeypatch):
     _check_cuda_unavailable(manager, "no CUDA device is visible (CUDA_VISIBLE_DEVICES is unset)")
     monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "")
     _check_cuda_unavailable(manager, "no CUDA device is visible (CUDA_VISIBLE_DEVICES='')")
+    hint = CUDABackend().install_hint  # torch is fine: the device is what is missing
+    assert "nvidia-smi" in hint and "install a CUDA build" not in hint
 
 
 def test_npu_without_torch_npu_names_the_import_error(manager, monkeypatch):
