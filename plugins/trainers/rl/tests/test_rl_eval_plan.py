@@ -47,7 +47,7 @@ def test_trainer_evaluation_matches_agentgym_eval(tmp_path):
 
     plugin = f"agentgym-env-babyai {metadata.version('agentgym-env-babyai')}"  # which env code played
     assert before["meta"] == {"tasks": 1, "max_turns": 3, "temperature": 0.7, "model": str(model),
-                              "env": "babyai", "split": "test", "k": 2, "env_plugin": plugin}
+                              "env": "babyai", "split": "test", "k": 2, "env_plugin": plugin, "strategy": "default"}
     assert after["meta"]["model"] == str(run / "checkpoints" / "step_000001")
     assert after["overall"]["n"] == 2 and after["k"] == 2
 
