@@ -106,9 +106,13 @@ def sample_fixed(logits: torch.Tensor, temperature: torch.Tensor, top_p: torch.T
         nucleus = _pick(probs, ids, top_p, u)
         if values.shape[1] < vocab:
             short = (probs.sum(-1) < top_p) & (top_p < 1.0) & (temperature > 0)
-            if not may_sync or bool(short.any()):
+            if not may_sync:  # fixed shapes: every row sorted, the short ones take it
                 full_values, full_ids = torch.sort(scaled, descending=True)
                 nucleus = torch.where(short, _pick(torch.exp(full_values - log_z), full_ids, top_p, u), nucleus)
+            elif bool(short.any()):  # only the short rows sorted (a 49k sort costs ~10 ms a row on a CPU)
+                rows = short.nonzero()[:, 0]
+                full_values, full_ids = torch.sort(scaled[rows], descending=True)
+                nucleus[rows] = _pick(torch.exp(full_values - log_z[rows]), full_ids, top_p[rows], u[rows])
         out = torch.where(top_p < 1.0, nucleus, out)
     return torch.where(temperature > 0, out, greedy)
 

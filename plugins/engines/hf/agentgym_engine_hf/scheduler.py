@@ -31,18 +31,14 @@ from .engine import _eval_mode, _hits_stop
 from .graphs import CudaBackend, GraphFailure, StepGraphs, batch_bucket, length_bucket
 from .sampling import mode_of, seed_words
 from .slots import SlotTable
-from .static import MASK_FORMATS, SlotKV, StepState, decode_step, forward_slots, prefill
+from .static import SlotKV, StaticUnusable, StepState, check_model, decode_step, prefill
 
 log = logging.getLogger("agentgym.engine.hf")
 
-#: Padded tokens one prefill forward may run.
-PREFILL_TOKENS = 4096
+#: Padded tokens one prefill forward may run, on a CPU and on a GPU.
+PREFILL_TOKENS = {"cpu": 4096, "cuda": 16384}
 #: First slot capacity (positions); buffers double as longer requests arrive.
 FIRST_CAPACITY = 256
-
-
-class StaticUnusable(RuntimeError):
-    """The static path cannot run this model; the message says why."""
 
 
 @dataclass
@@ -183,7 +179,9 @@ class StaticDecoder:
                     self._count_cpu()
 
     def _run_static(self) -> None:
-        with torch.no_grad(), _eval_mode(self.model):
+        device = self.engine.device
+        on_device = torch.cuda.device(device) if device.type == "cuda" else contextlib.nullcontext()
+        with on_device, torch.no_grad(), _eval_mode(self.model):
             if self.state is None:
                 self._setup()
             weights = tuple(p.data_ptr() for p in self.model.parameters())
@@ -191,6 +189,8 @@ class StaticDecoder:
                 self.graphs.reset()
                 self._weights = weights
             while True:
+                if not self.table.busy() and device.type == "cuda":
+                    self._gather()
                 self._sync()
                 if not self.table.busy():
                     with self._cv:
@@ -198,6 +198,19 @@ class StaticDecoder:
                             return
                     continue
                 self._steps()
+
+    def _gather(self, most: float = 0.02) -> None:
+        """Starting from idle on a GPU, let requests that are arriving one by one (episodes
+        finishing their env step) queue up for up to *most* seconds: one prefill for all of
+        them instead of many small ones, each as slow as a whole wave on a launch-bound GPU."""
+        end, seen = time.monotonic() + most, -1
+        while time.monotonic() < end:
+            with self._cv:
+                n = len(self._queue)
+            if n == seen or n >= len(self.table.slots):
+                return
+            seen = n
+            time.sleep(0.002)
 
     def _run_plain(self) -> None:
         while True:
@@ -246,49 +259,12 @@ class StaticDecoder:
             if not job.future.done():
                 job.future.set_exception(exc)
 
-    # -- setting up: a self-check against the plain forward ------------------------------------
+    # -- setting up ----------------------------------------------------------------------------
     def _setup(self) -> None:
-        config = self._config
-        if self.impl not in MASK_FORMATS:
-            raise StaticUnusable(f"the model's attention implementation {self.impl!r} takes no per-row mask "
-                                 f"(static decode runs with {' or '.join(MASK_FORMATS)})")
-        window = getattr(config, "sliding_window", None) if getattr(config, "use_sliding_window", True) is not False else None
-        kinds = set(getattr(config, "layer_types", None) or ()) - {"full_attention"}
-        if kinds or (window and window < self.kv.max_capacity - 1):
-            raise StaticUnusable(f"the model has {'/'.join(sorted(kinds)) or 'sliding-window'} attention layers, "
-                                 "which the static KV slots do not implement")
-        try:
-            logits = self._self_check()
-        except StaticUnusable:
-            raise
-        except Exception as exc:  # noqa: BLE001 - the model does not run this way: say how it failed
-            raise StaticUnusable(f"its self-check failed: {type(exc).__name__}: {exc}") from exc
-        self.state = StepState(len(self.table.slots), logits.shape[-1], self.sync_every, 8, self.engine.device)
+        vocab = check_model(self.model, self._config, self.engine.tokenizer, cache_arg=self.engine._cache_arg,
+                            kv=self.kv, layers=self.layers, impl=self.impl)
+        self.state = StepState(len(self.table.slots), vocab, self.sync_every, 8, self.engine.device)
         self.graphs = StepGraphs(self.backend_factory() if self.backend_factory else None, self.state)
-
-    def _self_check(self) -> torch.Tensor:
-        """Prefill half a probe sequence into slot 0 and decode the rest beside an idle row; the
-        log-probs must match one plain forward pass over the whole sequence."""
-        device, kv = self.engine.device, self.kv
-        probe = list(self.engine.tokenizer("A probe: the static slots must give what a plain forward pass gives.",
-                                           add_special_tokens=False)["input_ids"])[:12]
-        ids = torch.tensor([probe], device=device)
-        want = torch.log_softmax(self.model(input_ids=ids).logits[0].float(), dim=-1)
-        half = len(probe) // 2
-        run = dict(model=self.model, cache_arg=self.engine._cache_arg, kv=kv, layers=self.layers, impl=self.impl)
-        got = [forward_slots(**run, ids=ids[:, :half], positions=torch.arange(half, device=device)[None],
-                             write=torch.arange(half, device=device)[None], valid=torch.ones(1, half, dtype=torch.bool, device=device),
-                             length=half, rows=torch.zeros(1, dtype=torch.int64, device=device))[0]]
-        for p in range(half, len(probe)):
-            got.append(forward_slots(**run, ids=torch.tensor([[probe[p]], [0]], device=device),
-                                     positions=torch.tensor([[p], [0]], device=device),
-                                     write=torch.tensor([[p], [kv.scratch]], device=device),
-                                     valid=torch.tensor([[True], [False]], device=device), length=p + 1)[0])
-        err = float((torch.log_softmax(torch.stack(got), dim=-1) - want[half - 1:]).abs().max())
-        tol = 1e-3 if kv.layers[0][0].dtype == torch.float32 else 0.15
-        if not err <= tol:
-            raise StaticUnusable(f"its self-check differs from a plain forward pass by {err:.3g} (tolerance {tol})")
-        return got[0]
 
     # -- a sync point: read back, finish, admit --------------------------------------------------
     def _sync(self) -> None:
@@ -384,7 +360,7 @@ class StaticDecoder:
                         st.logits[p.slot] = st.logits[p.source.slot]
             rows = [(p.slot, p.job.prompt[p.reuse:], p.reuse) for p in plans if p.round == r and not p.twin]
             if rows:
-                prefill(**run, rows=rows, budget=PREFILL_TOKENS)
+                prefill(**run, rows=rows, budget=PREFILL_TOKENS.get(self.engine.device.type, 4096))
         width = max(len(p.job.stop_ids) for p in plans)
         if width > st.stop_ids.shape[1]:
             st.widen_stops(width)

@@ -28,6 +28,10 @@ from .sampling import counter_uniforms, sample_fixed
 MASK_FORMATS = ("sdpa", "eager")
 
 
+class StaticUnusable(RuntimeError):
+    """The static path cannot run this model; the message says why."""
+
+
 class SlotKV:
     """Keys and values of every slot, per layer; allocated at a layer's first write (so heads,
     head size and dtype come from the model itself) and grown, by doubling, up to *max_capacity*."""
@@ -238,3 +242,49 @@ def prefill(model: Any, cache_arg: str, kv: SlotKV, layers: int, impl: str, st: 
         st.logits[slots] = forward_slots(
             model, cache_arg, kv, layers, impl, ids=ids.to(device), positions=positions.to(device),
             write=write.to(device), valid=valid.to(device), length=length, rows=slots)
+
+
+def check_model(model: Any, config: Any, tokenizer: Any, *, cache_arg: str, kv: SlotKV, layers: int, impl: str) -> int:
+    """Raise :class:`StaticUnusable` unless the slots serve *model* exactly; returns its vocabulary size.
+
+    The attention must take a per-row mask and attend to every position (no sliding window),
+    and a probe sequence, part prefilled into slot 0 and the rest decoded beside an idle row,
+    must give the log-probs of one plain forward pass over the whole sequence.
+    """
+    if impl not in MASK_FORMATS:
+        raise StaticUnusable(f"the model's attention implementation {impl!r} takes no per-row mask "
+                             f"(static decode runs with {' or '.join(MASK_FORMATS)})")
+    window = getattr(config, "sliding_window", None) if getattr(config, "use_sliding_window", True) is not False else None
+    kinds = set(getattr(config, "layer_types", None) or ()) - {"full_attention"}
+    if kinds or (window and window < kv.max_capacity - 1):
+        raise StaticUnusable(f"the model has {'/'.join(sorted(kinds)) or 'sliding-window'} attention layers, "
+                             "which the static KV slots do not implement")
+    try:
+        err, vocab = _probe(model, tokenizer, cache_arg=cache_arg, kv=kv, layers=layers, impl=impl)
+    except Exception as exc:  # noqa: BLE001 - the model does not run this way: say how it failed
+        raise StaticUnusable(f"its self-check failed: {type(exc).__name__}: {exc}") from exc
+    tol = 1e-3 if kv.layers[0][0].dtype == torch.float32 else 0.15
+    if not err <= tol:
+        raise StaticUnusable(f"its self-check differs from a plain forward pass by {err:.3g} (tolerance {tol})")
+    return vocab
+
+
+def _probe(model: Any, tokenizer: Any, **run: Any) -> tuple[float, int]:
+    kv = run["kv"]
+    device = next(model.parameters()).device
+    probe = list(tokenizer("A probe: the static slots must give what a plain forward pass gives.",
+                           add_special_tokens=False)["input_ids"])[:8]
+    ids = torch.tensor([probe], device=device)
+    want = torch.log_softmax(model(input_ids=ids).logits[0].float(), dim=-1)
+    part = len(probe) - 3
+
+    def t(rows: list) -> torch.Tensor:
+        return torch.tensor(rows, device=device)
+
+    got = [forward_slots(model, ids=ids[:, :part], positions=t([list(range(part))]), write=t([list(range(part))]),
+                         valid=t([[True] * part]), length=part, rows=t([0]), **run)[0]]
+    for p in range(part, len(probe)):
+        got.append(forward_slots(model, ids=t([[probe[p]], [0]]), positions=t([[p], [0]]), write=t([[p], [kv.scratch]]),
+                                 valid=t([[True], [False]]), length=p + 1, **run)[0])
+    err = float((torch.log_softmax(torch.stack(got), dim=-1) - want[part - 1:]).abs().max())
+    return err, got[0].shape[-1]
