@@ -1,11 +1,12 @@
 """GPU throughput: rollout tokens/s with the hf engine, trainer tokens/s and MFU, peak memory.
 
-    python bench/gpu.py            # ~0.5B random Qwen2-shaped model on cuda (fits in 8 min on one H200)
+    python bench/gpu.py            # 135M and ~0.5B random models on cuda (fits in 8 min on one H200)
     python bench/gpu.py --smoke    # tiny model on CPU, seconds: checks the script, not the card
 
-No weights travel: the model is randomly initialised from a config over the bundled SmolLM2
-tokenizer. Rollout drives ``agentgym_core.rollout.runner.rollout`` with an in-process echo env
-(so env time is ~0 and the engine is measured); training runs the ``rl`` trainer's
+No weights travel: the models are randomly initialised from a config over the bundled SmolLM2
+tokenizer (``SHAPES``). Rollout drives ``agentgym_core.rollout.runner.rollout`` with an
+in-process echo env (so env time is ~0 and the engine is measured), with the hf engine's plain
+and static decode paths, next to HF ``generate()`` alone; training runs the ``rl`` trainer's
 ``Updater`` (GRPO, bf16 autocast, AdamW) on those trajectories. tokens/s counts the batch's
 tokens; MFU counts 6*params*tokens FLOPs for the tokens the update actually ran (a group's
 shared prefix once, nothing after a row's last generated token) against ``--peak-tflops`` (790 bf16 TFLOP/s measured on an H200). Prints a table and
@@ -46,17 +47,28 @@ def _echo_env():
     return Echo
 
 
-def _model(tok, smoke: bool, device: str, dtype):
-    import torch
-    from transformers import Qwen2Config, Qwen2ForCausalLM
+#: Model shapes (random weights over the SmolLM2 vocabulary): SmolLM2-135M's own Llama body,
+#: Qwen2.5-0.5B's body (30 layers instead of 24 to reach ~0.5B with a 49k vocab), a tiny one for --smoke.
+SHAPES = {
+    "135m": ("llama", dict(hidden_size=576, intermediate_size=1536, num_hidden_layers=30, num_attention_heads=9,
+                           num_key_value_heads=3)),
+    "0.5b": ("qwen2", dict(hidden_size=896, intermediate_size=4864, num_hidden_layers=30, num_attention_heads=14,
+                           num_key_value_heads=2)),
+    "smoke": ("qwen2", dict(hidden_size=64, intermediate_size=128, num_hidden_layers=2, num_attention_heads=4,
+                            num_key_value_heads=2)),
+}
 
-    shape = (dict(hidden_size=64, intermediate_size=128, num_hidden_layers=2, num_attention_heads=4, num_key_value_heads=2)
-             if smoke else  # Qwen2.5-0.5B's body (30 layers instead of 24 to reach ~0.5B with a 49k vocab)
-             dict(hidden_size=896, intermediate_size=4864, num_hidden_layers=30, num_attention_heads=14, num_key_value_heads=2))
-    cfg = Qwen2Config(vocab_size=len(tok), max_position_embeddings=8192, tie_word_embeddings=True,
-                      bos_token_id=tok.bos_token_id, eos_token_id=tok.eos_token_id, pad_token_id=tok.pad_token_id, **shape)
+
+def _model(tok, shape: str, device: str, dtype):
+    import torch
+    from transformers import LlamaConfig, LlamaForCausalLM, Qwen2Config, Qwen2ForCausalLM
+
+    family, body = SHAPES[shape]
+    config_cls, model_cls = (LlamaConfig, LlamaForCausalLM) if family == "llama" else (Qwen2Config, Qwen2ForCausalLM)
+    cfg = config_cls(vocab_size=len(tok), max_position_embeddings=8192, tie_word_embeddings=True,
+                     bos_token_id=tok.bos_token_id, eos_token_id=tok.eos_token_id, pad_token_id=tok.pad_token_id, **body)
     torch.manual_seed(0)
-    model = Qwen2ForCausalLM(cfg).to(device=device, dtype=dtype)
+    model = model_cls(cfg).to(device=device, dtype=dtype)
     model.eval()
     return model
 
@@ -78,31 +90,45 @@ def _peak_gib(device: str) -> float:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20  # process RSS high-water mark
 
 
-def bench_rollout(model, tok, device: str, batch: int, turns: int, new_tokens: int) -> tuple[dict, list]:
-    from agentgym_core.env.pool import LocalEnvPool
+def bench_rollout(model, tok, device: str, batch: int, turns: int, new_tokens: int,
+                  decode: str = "plain") -> tuple[dict, list]:
+    from agentgym_core.assembly import local_parts
     from agentgym_core.rollout.runner import rollout
     from agentgym_engine_hf.engine import HFEngine
 
     env = _echo_env()
-    engine = HFEngine(model, tok, max_batch_size=batch, max_cached_episodes=batch)
-    kwargs = dict(max_turns=turns, instruction=env.instruction, action_format="free",
-                  rollout_cfg={"max_new_tokens": new_tokens, "concurrency": batch, "temperature": 1.0,
-                               "max_episode_tokens": 8192})
-    asyncio.run(rollout(engine, LocalEnvPool(env), [(i, i) for i in range(min(batch, 4))], seed=1, **kwargs))  # warm-up
+    engine = HFEngine(model, tok, max_batch_size=batch, max_cached_episodes=batch, decode=decode)
+    settings = dict(action_format="free", max_new_tokens=new_tokens, concurrency=batch, temperature=1.0,
+                    max_episode_tokens=8192)
+    kwargs = dict(max_turns=turns)
+    warm = time.perf_counter()
+    if decode == "static":  # every episode, one turn: the graphs of the full batch are captured here
+        asyncio.run(rollout(local_parts(engine, env, **settings), [(i, i) for i in range(batch)], seed=1,
+                            max_turns=1))
+    else:
+        asyncio.run(rollout(local_parts(engine, env, **settings), [(i, i) for i in range(min(batch, 4))], seed=1,
+                            **kwargs))  # warm-up
+    warm = time.perf_counter() - warm
     _peak_reset(device)
     stats: dict = {}
     start = time.perf_counter()
     # GRPO-shaped: groups of GROUP episodes play the same task (so they share its prompt)
     tasks = [(i // GROUP, i // GROUP) for i in range(batch)]
-    trajs = asyncio.run(rollout(engine, LocalEnvPool(env), tasks, seed=0, stats=stats, **kwargs))
+    trajs = asyncio.run(rollout(local_parts(engine, env, **settings), tasks, seed=0, stats=stats, **kwargs))
     wall = time.perf_counter() - start
     generated = sum(sum(t.loss_mask) for t in trajs)
     total = sum(len(t.token_ids) for t in trajs)
     prefill = sum(t.prefill_tokens for t in trajs)
+    row = {"phase": f"rollout hf engine{'' if decode == 'plain' else f' decode={decode}'}, batch {batch} (groups of {GROUP})",
+           "seconds": wall, "tokens": generated, "tokens_per_s": generated / wall, "episode_tokens": total,
+           "prefill_tokens": prefill, "mean_batch": stats.get("mean_batch"), "peak_gib": _peak_gib(device),
+           "warmup_seconds": warm}
+    if engine._static is not None:
+        static = engine._static
+        row.update(fell_back=static.broken, graphs=static.graphs.captures if static.graphs else 0,
+                   decode_steps=static.steps)
     engine.close()
-    return {"phase": f"rollout hf engine, batch {batch} (groups of {GROUP})", "seconds": wall, "tokens": generated,
-            "tokens_per_s": generated / wall, "episode_tokens": total, "prefill_tokens": prefill,
-            "mean_batch": stats.get("mean_batch"), "peak_gib": _peak_gib(device)}, trajs
+    return row, trajs
 
 
 def bench_generate(model, tok, device: str, batch: int, new_tokens: int, cache: str | None) -> dict:
@@ -115,7 +141,7 @@ def bench_generate(model, tok, device: str, batch: int, new_tokens: int, cache: 
     extra = {"cache_implementation": cache} if cache else {}
     gen = dict(max_new_tokens=new_tokens, min_new_tokens=new_tokens, do_sample=True, pad_token_id=tok.pad_token_id, **extra)
     with torch.no_grad():
-        model.generate(**ids, **{**gen, "max_new_tokens": 2, "min_new_tokens": 2})  # warm-up
+        model.generate(**ids, **gen)  # warm-up at the same lengths (a static cache compiles for its length)
         _peak_reset(device)
         start = time.perf_counter()
         out = model.generate(**ids, **gen)
@@ -125,6 +151,41 @@ def bench_generate(model, tok, device: str, batch: int, new_tokens: int, cache: 
     n = (out.shape[1] - ids["input_ids"].shape[1]) * batch
     return {"phase": f"hf generate only, {cache or 'dynamic'} cache, batch {batch}", "seconds": wall, "tokens": n,
             "tokens_per_s": n / wall, "peak_gib": _peak_gib(device)}
+
+
+def rollout_rows(model, tok, device: str, shape: str, batches: list[int], turns: int, new_tokens: int,
+                 hf_static: set[int], deadline: float) -> tuple[list[dict], list]:
+    """Rollout tokens/s at each batch with the hf engine's plain and static decode paths, and
+    HF ``generate()`` alone for reference (dynamic cache at every batch; its compiled static
+    cache only at the batches in *hf_static*: each compiles for 40-50 s on an H200). Rows not
+    started by *deadline* (``time.perf_counter()``) are skipped, so the device call ends in time."""
+    import torch
+
+    rows, first = [], None
+    for batch in batches:
+        for decode in ("plain", "static"):
+            if time.perf_counter() > deadline:
+                rows.append({"phase": f"rollout hf engine decode={decode}, batch {batch}", "error": "skipped: time budget"})
+                continue
+            try:
+                row, trajs = bench_rollout(model, tok, device, batch, turns, new_tokens, decode)
+                first = first or trajs
+            except Exception as exc:  # noqa: BLE001 - keep the rows measured so far; say what failed
+                row = {"phase": f"rollout hf engine decode={decode}, batch {batch}", "error": f"{type(exc).__name__}: {exc}"[:200]}
+            rows.append(row)
+            if device.startswith("cuda"):
+                torch.cuda.empty_cache()
+        for cache in (None, "static") if batch in hf_static else (None,):
+            if time.perf_counter() > deadline:
+                rows.append({"phase": f"hf generate only, {cache} cache, batch {batch}", "error": "skipped: time budget"})
+                continue
+            try:
+                rows.append(bench_generate(model, tok, device, batch, new_tokens, cache))
+            except Exception as exc:  # noqa: BLE001 - a transformers version without it: say so, go on
+                rows.append({"phase": f"hf generate only, {cache} cache, batch {batch}", "error": f"{type(exc).__name__}: {exc}"[:120]})
+    for row in rows:
+        row["model"] = shape
+    return rows, first
 
 
 def bench_train(model, tok, device: str, trajs: list, steps: int, grad_accum: int, params: int, peak_tflops: float,
@@ -171,6 +232,12 @@ def main() -> int:
     ap.add_argument("--smoke", action="store_true", help="tiny model on CPU, seconds")
     ap.add_argument("--device", default=None, help="default: cuda if available (cpu with --smoke)")
     ap.add_argument("--batches", default="64,256", help="rollout batch sizes")
+    ap.add_argument("--shapes", default="135m,0.5b", help=f"model shapes for the rollout rows ({', '.join(SHAPES)}); "
+                    "training runs on the last")
+    ap.add_argument("--hf-static-batches", default="256",
+                    help="batches with an HF generate() static-cache row (each compiles for 40-50 s); '' for none")
+    ap.add_argument("--rollout-budget", type=float, default=360.0,
+                    help="seconds after which rollout rows not yet started are skipped (the device call has 8 min)")
     ap.add_argument("--turns", type=int, default=3)
     ap.add_argument("--max-new-tokens", type=int, default=64)
     ap.add_argument("--train-steps", type=int, default=3)
@@ -186,6 +253,7 @@ def main() -> int:
 
     if args.smoke:
         args.batches, args.turns, args.max_new_tokens, args.train_steps, args.grad_accum = "4,8", 2, 8, 1, 1
+        args.shapes, args.hf_static_batches = "smoke", "8"
         torch.set_num_threads(min(2, os.cpu_count() or 1))
     device = args.device or ("cuda" if torch.cuda.is_available() and not args.smoke else "cpu")
     if device.startswith("cuda") and not torch.cuda.is_available():
@@ -194,38 +262,44 @@ def main() -> int:
     dtype = torch.bfloat16 if device.startswith("cuda") else torch.float32
     t0 = time.perf_counter()
     tok = load_tokenizer(args.tokenizer)
-    model = _model(tok, args.smoke, device, dtype)
-    params = sum(p.numel() for p in model.parameters())
-    rows, train_trajs = [], None
-    for batch in (int(b) for b in args.batches.split(",")):
-        row, trajs = bench_rollout(model, tok, device, batch, args.turns, args.max_new_tokens)
-        rows.append(row)
-        train_trajs = train_trajs or trajs
-        for cache in (None, "static"):
-            try:
-                rows.append(bench_generate(model, tok, device, batch, args.max_new_tokens, cache))
-            except Exception as exc:  # noqa: BLE001 - a transformers version without it: say so, go on
-                rows.append({"phase": f"hf generate only, {cache} cache, batch {batch}", "error": f"{type(exc).__name__}: {exc}"[:120]})
+    batches = [int(b) for b in args.batches.split(",")]
+    hf_static = {int(b) for b in args.hf_static_batches.split(",") if b}
+    rows, sizes = [], {}
+    for shape in args.shapes.split(","):
+        model = _model(tok, shape, device, dtype)
+        sizes[shape] = params = sum(p.numel() for p in model.parameters())
+        shape_rows, train_trajs = rollout_rows(model, tok, device, shape, batches, args.turns, args.max_new_tokens,
+                                               hf_static, t0 + args.rollout_budget)
+        rows += shape_rows
+    # training: the last shape's model, on its first plain rollout's trajectories
     for share in (True, False):  # whether running a group's prompt once pays off on this device
         try:
             rows.append(bench_train(model, tok, device, train_trajs, args.train_steps, args.grad_accum, params,
                                     args.peak_tflops, share))
         except Exception as exc:  # noqa: BLE001 - keep the rows measured so far; say what failed
             rows.append({"phase": f"train rl Updater (share_prefix={share})", "error": f"{type(exc).__name__}: {exc}"[:200]})
+        rows[-1]["model"] = shape
     name = torch.cuda.get_device_name() if device.startswith("cuda") else platform.processor() or platform.machine()
     head = {"date": datetime.now(timezone.utc).isoformat(timespec="seconds"), "device": f"{device} ({name})",
-            "params": params, "torch": torch.__version__, "smoke": args.smoke, "total_seconds": time.perf_counter() - t0,
-            "note": "static KV cache: the hf engine has no static-cache mode; rows marked 'static cache' are HF generate() alone"}
-    print(f"bench/gpu.py on {head['device']}, model {params / 1e6:.0f}M params (random init), torch {torch.__version__}, "
-          f"{head['date']}{' [SMOKE]' if args.smoke else ''}")
-    print("| phase | tokens | seconds | tokens/s | MFU | peak mem (GiB) |")
-    print("|---|---:|---:|---:|---:|---:|")
+            "params": params, "shapes": sizes, "torch": torch.__version__, "smoke": args.smoke,
+            "total_seconds": time.perf_counter() - t0,
+            "note": ("'decode=static' rows: the hf engine's static decode mode (KV slots, CUDA graphs, continuous "
+                     "batching; warm-up s includes graph capture); 'static cache' rows: HF generate() alone with its "
+                     "compiled static cache")}
+    print(f"bench/gpu.py on {head['device']}, models {', '.join(f'{k} {v / 1e6:.0f}M' for k, v in sizes.items())} "
+          f"params (random init), torch {torch.__version__}, {head['date']}{' [SMOKE]' if args.smoke else ''}")
+    print("| model | phase | tokens | seconds | tokens/s | MFU | peak mem (GiB) | notes |")
+    print("|---|---|---:|---:|---:|---:|---:|---|")
     for r in rows:
         if "error" in r:
-            print(f"| {r['phase']} | - | - | - | - | {r['error']} |")
+            print(f"| {r.get('model', '')} | {r['phase']} | - | - | - | - | - | {r['error']} |")
             continue
         mfu = f"{100 * r['mfu']:.1f}%" if r.get("mfu") is not None else "n/a"
-        print(f"| {r['phase']} | {r['tokens']} | {r['seconds']:.2f} | {r['tokens_per_s']:.0f} | {mfu} | {r['peak_gib']:.2f} |")
+        notes = [f"warm-up {r['warmup_seconds']:.1f}s"] if "warmup_seconds" in r else []
+        notes += [f"{r['graphs']} graphs"] if r.get("graphs") else []
+        notes += [f"FELL BACK: {r['fell_back']}"] if r.get("fell_back") else []
+        print(f"| {r.get('model', '')} | {r['phase']} | {r['tokens']} | {r['seconds']:.2f} | {r['tokens_per_s']:.0f} | "
+              f"{mfu} | {r['peak_gib']:.2f} | {', '.join(notes)} |")
     print(f"total {head['total_seconds']:.0f}s. {head['note']}.")
     if os.environ.get("OUT"):
         with open(os.path.join(os.environ["OUT"], "gpu_bench.json"), "w") as f:

@@ -103,6 +103,35 @@ def test_a_model_the_slots_cannot_serve_falls_back(hf_tokenizer, caplog):
     engine.close()
 
 
+def test_an_idle_gpu_engine_waits_for_requests_arriving_one_by_one(hf_tokenizer, hf_tiny_model):
+    """``_gather`` (run on a GPU only): wait while the queue grows, stop when it holds a slot's worth."""
+    import threading
+    import time
+
+    engine = HFEngine(hf_tiny_model, hf_tokenizer, decode="static", max_batch_size=4)
+    static = engine._static
+    start = time.monotonic()
+    static._gather(most=1.0)  # nothing arriving: back after one look
+    assert time.monotonic() - start < 0.5
+
+    def trickle():
+        for _ in range(3):
+            time.sleep(0.001)
+            with static._cv:
+                static._queue.append(object())
+
+    feeder = threading.Thread(target=trickle)
+    feeder.start()
+    static._gather(most=1.0)
+    feeder.join()
+    assert len(static._queue) >= 1
+    static._queue.extend(object() for _ in range(4))
+    start = time.monotonic()
+    static._gather(most=1.0)  # a full batch is waiting: no need to wait longer
+    assert time.monotonic() - start < 0.1
+    static._queue.clear()
+
+
 @pytest.mark.gpu
 def test_cuda_graphs_on_a_gpu(hf_tokenizer):
     if not torch.cuda.is_available():
