@@ -100,6 +100,7 @@ def test_more_episodes_than_slots_spill_and_come_back_exact(hf_tokenizer, hf_tin
     fast.close()
 
 
+@pytest.mark.slow
 def test_seeded_sampling_repeats_in_any_batch_and_sync_interval(hf_tokenizer, hf_tiny_model):
     prompt = list(range(100, 130))
     params = [SamplingParams(max_new_tokens=12, seed=s, temperature=t, top_p=p)
@@ -115,6 +116,7 @@ def test_seeded_sampling_repeats_in_any_batch_and_sync_interval(hf_tokenizer, hf
     other.close()
 
 
+@pytest.mark.slow
 def test_a_request_submitted_while_a_long_one_decodes_finishes_first(hf_tokenizer, hf_tiny_model):
     """Continuous batching: the short request does not wait for the long one's batch to drain,
     and a third one waiting for a slot takes the short one's slot as soon as it is free."""

@@ -70,6 +70,7 @@ def test_episodes_share_the_instruction_prefix(hf_tokenizer, hf_tiny_model):
     engine.close()
 
 
+@pytest.mark.slow
 def test_lockstep_repeats_bit_for_bit(hf_tokenizer, hf_tiny_model):
     engine = HFEngine(hf_tiny_model, hf_tokenizer, decode="static", max_batch_size=4)
     runs = []
