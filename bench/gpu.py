@@ -7,10 +7,14 @@ No weights travel: the models are randomly initialised from a config over the bu
 tokenizer (``SHAPES``). Rollout drives ``agentgym_core.rollout.runner.rollout`` with an
 in-process echo env (so env time is ~0 and the engine is measured), with the hf engine's plain
 and static decode paths, next to HF ``generate()`` alone; training runs the ``rl`` trainer's
-``Updater`` (GRPO, bf16 autocast, AdamW) on those trajectories. tokens/s counts the batch's
-tokens; MFU counts 6*params*tokens FLOPs for the tokens the update actually ran (a group's
-shared prefix once, nothing after a row's last generated token) against ``--peak-tflops`` (790 bf16 TFLOP/s measured on an H200). Prints a table and
-writes ``$OUT/gpu_bench.json`` when ``OUT`` is set.
+``Updater`` (GRPO, bf16 autocast, AdamW) on those trajectories, then on a fixed batch
+(``--train-batch``, b16x2048: the shape of the "plain HF training reaches ~34% MFU" reference)
+without and with FSDP on one process (``trainer.strategy: fsdp``'s overhead with nothing to
+hide it behind), then one whole GRPO step (``--grpo-step``, 64 episodes x 8 turns: rollout with
+the fast decode path on a GPU, then the update). tokens/s counts the batch's tokens; MFU counts
+6*params*tokens FLOPs for the tokens the update actually ran (a group's shared prefix once,
+nothing after a row's last generated token) against ``--peak-tflops`` (790 bf16 TFLOP/s
+measured on an H200). Prints a table and writes ``$OUT/gpu_bench.json`` when ``OUT`` is set.
 """
 from __future__ import annotations
 
@@ -227,6 +231,146 @@ def bench_train(model, tok, device: str, trajs: list, steps: int, grad_accum: in
             "updates": metrics.get("updates"), "peak_gib": _peak_gib(device)}
 
 
+def fixed_trajectories(vocab: int, rows: int, length: int, turns: int = 8) -> list:
+    """*rows* episodes of exactly *length* tokens in GRPO groups: a 256-token prompt, then *turns*
+    turns of generated tokens (loss mask 1) each followed by a 64-token observation."""
+    from agentgym_core.rollout.trajectory import Trajectory, Turn
+
+    gen = random.Random(1)
+    prompt, obs = min(256, length // 4), 64
+    span = max(1, (length - prompt - turns * obs) // turns)
+    trajs = []
+    for i in range(rows):
+        mask, spans, pos = [0] * prompt, [], prompt
+        for _ in range(turns):
+            spans.append(Turn(start=pos, end=pos + span, text="", action="x"))
+            mask += [1] * span + [0] * obs
+            pos += span + obs
+        mask = (mask + [0] * length)[:length]
+        t = Trajectory(episode_id=f"b{i}", env_name="fixed", task_id=i // GROUP, group_id=i // GROUP,
+                       token_ids=[gen.randrange(3, vocab) for _ in range(length)], loss_mask=mask,
+                       logprobs=[0.0] * length, prompt_len=prompt, turns=[s for s in spans if s.end <= length])
+        trajs.append(t)
+    return trajs
+
+
+def bench_train_fixed(model, tok, device: str, rows: int, length: int, steps: int, grad_accum: int, params: int,
+                      peak_tflops: float, fsdp: bool) -> dict:
+    """The update alone on a fixed ``rows x length`` batch (b16x2048 on a GPU), plain or sharded with
+    FSDP2 on one process (its overhead without any communication to hide it)."""
+    import copy
+
+    import torch
+
+    from agentgym_trainer_rl.algorithms import ALGORITHMS
+    from agentgym_trainer_rl.batch import build_batch
+    from agentgym_trainer_rl.policy import PolicyModule
+    from agentgym_trainer_rl.update import UpdateOptions, Updater
+
+    trajs = fixed_trajectories(len(tok), rows, length)
+    rng = random.Random(0)
+    for t in trajs:
+        t.rewards = [0.0] * (len(t.turns) - 1) + [float(rng.random() < 0.5)]
+    lm = copy.deepcopy(model).float().train()
+    policy = PolicyModule(lm).to(device)
+    bf16 = device.startswith("cuda")
+    strategy = None
+    if fsdp:
+        import types
+
+        from agentgym_trainer_rl.fsdp import FSDPStrategy
+
+        _one_process_group(device)
+        strategy = FSDPStrategy(types.SimpleNamespace(num_processes=1), bf16=bf16, offload=False)
+        strategy.shard(policy)
+    fused = {"fused": True} if device.startswith("cuda") else {}
+    optimizer = torch.optim.AdamW([p for p in policy.parameters() if p.requires_grad], lr=1e-6, **fused)
+    updater = Updater(policy, optimizer, ALGORITHMS["grpo"],
+                      UpdateOptions(bf16=bf16, device=device, grad_accum=grad_accum, share_prefix=False), None, strategy)
+    batch = build_batch(trajs, pad_id=tok.pad_token_id or 0)
+    tokens = int(batch.attention_mask.sum())
+    updater.step(build_batch(trajs, pad_id=tok.pad_token_id or 0))  # warm-up
+    _peak_reset(device)
+    start = time.perf_counter()
+    for _ in range(steps):
+        metrics = updater.step(build_batch(trajs, pad_id=tok.pad_token_id or 0))
+    if device.startswith("cuda"):
+        torch.cuda.synchronize()
+    wall = time.perf_counter() - start
+    run = metrics.get("run_tokens", tokens)
+    mfu = 6 * params * run / (wall / steps) / (peak_tflops * 1e12) if device.startswith("cuda") else None
+    row = {"phase": f"train b{rows}x{length} ({'fsdp, 1 process' if fsdp else 'no fsdp'}, "
+                    f"{'bf16' if bf16 else 'fp32'}, fused AdamW)" if fused else
+                    f"train b{rows}x{length} ({'fsdp, 1 process' if fsdp else 'no fsdp'}, {'bf16' if bf16 else 'fp32'})",
+           "seconds": wall, "tokens": tokens * steps, "tokens_per_s": tokens * steps / wall, "mfu": mfu,
+           "run_tokens": run * steps, "updates": metrics.get("updates"), "peak_gib": _peak_gib(device)}
+    del updater, optimizer, policy, lm
+    if fsdp:
+        import torch.distributed as dist
+
+        dist.destroy_process_group()
+    if device.startswith("cuda"):
+        torch.cuda.empty_cache()
+    return row
+
+
+def _one_process_group(device: str) -> None:
+    """A process group of one (FSDP needs one even alone)."""
+    import socket
+
+    import torch.distributed as dist
+
+    if dist.is_initialized():
+        return
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    os.environ.setdefault("MASTER_ADDR", "127.0.0.1")
+    os.environ.setdefault("MASTER_PORT", str(port))
+    dist.init_process_group("nccl" if device.startswith("cuda") else "gloo", rank=0, world_size=1)
+
+
+def bench_grpo_step(model, tok, device: str, episodes: int, turns: int, new_tokens: int, params: int,
+                    peak_tflops: float, decode: str) -> dict:
+    """One whole GRPO step as the trainer runs it: *episodes* episodes of *turns* turns in groups of
+    GROUP against the in-process env (the engine on the live policy), then the update on them."""
+    import torch
+
+    from agentgym_trainer_rl.algorithms import ALGORITHMS
+    from agentgym_trainer_rl.batch import build_batch
+    from agentgym_trainer_rl.policy import PolicyModule
+    from agentgym_trainer_rl.update import UpdateOptions, Updater
+
+    model.float()
+    _peak_reset(device)
+    start = time.perf_counter()
+    roll, trajs = bench_rollout(model, tok, device, episodes, turns, new_tokens, decode)
+    rollout_peak = roll["peak_gib"]
+    rng = random.Random(0)
+    for t in trajs:
+        t.rewards = [0.0] * (len(t.turns) - 1) + [float(rng.random() < 0.5)]
+    model.train()
+    policy = PolicyModule(model).to(device)
+    bf16 = device.startswith("cuda")
+    fused = {"fused": True} if device.startswith("cuda") else {}
+    optimizer = torch.optim.AdamW([p for p in policy.parameters() if p.requires_grad], lr=1e-6, **fused)
+    updater = Updater(policy, optimizer, ALGORITHMS["grpo"], UpdateOptions(bf16=bf16, device=device, grad_accum=4))
+    _peak_reset(device)
+    update_start = time.perf_counter()
+    metrics = updater.step(build_batch(trajs, pad_id=tok.pad_token_id or 0))
+    if device.startswith("cuda"):
+        torch.cuda.synchronize()
+    update_s = time.perf_counter() - update_start
+    total = time.perf_counter() - start
+    tokens = sum(len(t.token_ids) for t in trajs)
+    mfu = 6 * params * metrics.get("run_tokens", tokens) / update_s / (peak_tflops * 1e12) if bf16 else None
+    return {"phase": f"GRPO step: rollout {episodes} episodes x {turns} turns (decode={decode}) + update",
+            "seconds": total, "tokens": tokens, "tokens_per_s": tokens / total, "mfu": mfu,
+            "rollout_seconds": roll["seconds"], "update_seconds": update_s, "updates": metrics.get("updates"),
+            "peak_gib": max(rollout_peak, _peak_gib(device)), "rollout_peak_gib": rollout_peak,
+            "update_peak_gib": _peak_gib(device)}
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--smoke", action="store_true", help="tiny model on CPU, seconds")
@@ -243,6 +387,8 @@ def main() -> int:
     ap.add_argument("--train-steps", type=int, default=3)
     ap.add_argument("--grad-accum", type=int, default=4)
     ap.add_argument("--peak-tflops", type=float, default=790.0, help="bf16 peak of the card (H200 measured: 790)")
+    ap.add_argument("--train-batch", default="16x2048", help="the fixed update batch, ROWSxLENGTH ('' to skip)")
+    ap.add_argument("--grpo-step", default="64x8", help="the end-to-end GRPO step, EPISODESxTURNS ('' to skip)")
     ap.add_argument("--tokenizer", default="smollm2-135m-instruct",
                     help="tokenizer folder or alias (a machine without the bundled model package: a folder)")
     args = ap.parse_args()
@@ -254,6 +400,7 @@ def main() -> int:
     if args.smoke:
         args.batches, args.turns, args.max_new_tokens, args.train_steps, args.grad_accum = "4,8", 2, 8, 1, 1
         args.shapes, args.hf_static_batches = "smoke", "8"
+        args.train_batch, args.grpo_step = "4x96", "8x2"
         torch.set_num_threads(min(2, os.cpu_count() or 1))
     device = args.device or ("cuda" if torch.cuda.is_available() and not args.smoke else "cpu")
     if device.startswith("cuda") and not torch.cuda.is_available():
@@ -279,6 +426,23 @@ def main() -> int:
         except Exception as exc:  # noqa: BLE001 - keep the rows measured so far; say what failed
             rows.append({"phase": f"train rl Updater (share_prefix={share})", "error": f"{type(exc).__name__}: {exc}"[:200]})
         rows[-1]["model"] = shape
+    if args.train_batch:  # the update alone on a fixed batch, without and with FSDP (one process)
+        n, length = (int(x) for x in args.train_batch.split("x"))
+        for fsdp in (False, True):
+            try:
+                rows.append(bench_train_fixed(model, tok, device, n, length, args.train_steps, args.grad_accum,
+                                              params, args.peak_tflops, fsdp))
+            except Exception as exc:  # noqa: BLE001
+                rows.append({"phase": f"train b{n}x{length} (fsdp={fsdp})", "error": f"{type(exc).__name__}: {exc}"[:200]})
+            rows[-1]["model"] = shape
+    if args.grpo_step:  # one whole step: rollout (the fast decode path where it runs) and update
+        episodes, turns = (int(x) for x in args.grpo_step.split("x"))
+        try:
+            rows.append(bench_grpo_step(model, tok, device, episodes, turns, args.max_new_tokens, params,
+                                        args.peak_tflops, "static" if device.startswith("cuda") else "plain"))
+        except Exception as exc:  # noqa: BLE001
+            rows.append({"phase": f"GRPO step {episodes}x{turns}", "error": f"{type(exc).__name__}: {exc}"[:200]})
+        rows[-1]["model"] = shape
     name = torch.cuda.get_device_name() if device.startswith("cuda") else platform.processor() or platform.machine()
     head = {"date": datetime.now(timezone.utc).isoformat(timespec="seconds"), "device": f"{device} ({name})",
             "params": params, "shapes": sizes, "torch": torch.__version__, "smoke": args.smoke,
@@ -302,6 +466,7 @@ def main() -> int:
               f"{mfu} | {r['peak_gib']:.2f} | {', '.join(notes)} |")
     print(f"total {head['total_seconds']:.0f}s. {head['note']}.")
     if os.environ.get("OUT"):
+        os.makedirs(os.environ["OUT"], exist_ok=True)
         with open(os.path.join(os.environ["OUT"], "gpu_bench.json"), "w") as f:
             json.dump({**head, "rows": rows}, f, indent=2, default=str)
     return 0

@@ -42,3 +42,14 @@ def test_gpu_bench_smoke_mode_runs_every_phase(tmp_path):
     # when a group's common prompt runs once.
     assert 0 < shared["run_tokens"] < plain["run_tokens"] <= plain["tokens"] == shared["tokens"]
     assert "| train rl Updater" in proc.stdout
+    # the fixed b16x2048 update (4x96 here), plain and sharded by FSDP on one process: the same
+    # batch, so the same token count, one optimizer step each
+    fixed = [r for name, r in rows.items() if name.startswith("train b4x96")]
+    assert [("fsdp" in r["phase"] and "no fsdp" not in r["phase"]) for r in fixed] == [False, True]
+    for r in fixed:
+        assert "error" not in r, r
+        assert r["tokens"] == 4 * 96 and r["updates"] == 1
+    # one whole GRPO step: 8 episodes of 2 turns, rolled out and then trained on
+    step = rows["GRPO step: rollout 8 episodes x 2 turns (decode=plain) + update"]
+    assert "error" not in step and step["updates"] == 1
+    assert step["rollout_seconds"] + step["update_seconds"] <= step["seconds"]
