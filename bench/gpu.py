@@ -199,7 +199,7 @@ def bench_train(model, tok, device: str, trajs: list, steps: int, grad_accum: in
     from agentgym_trainer_rl.algorithms import ALGORITHMS
     from agentgym_trainer_rl.batch import build_batch
     from agentgym_trainer_rl.policy import PolicyModule
-    from agentgym_trainer_rl.update import UpdateOptions, Updater
+    from agentgym_trainer_rl.update import UpdateSettings, Updater
 
     rng = random.Random(0)
     for t in trajs:  # GRPO needs reward differences inside a group (of GROUP) to produce a gradient
@@ -209,7 +209,7 @@ def bench_train(model, tok, device: str, trajs: list, steps: int, grad_accum: in
     optimizer = torch.optim.AdamW([p for p in policy.parameters() if p.requires_grad], lr=1e-6)
     bf16 = device.startswith("cuda")
     updater = Updater(policy, optimizer, ALGORITHMS["grpo"],
-                      UpdateOptions(bf16=bf16, device=device, grad_accum=grad_accum, share_prefix=share_prefix))
+                      UpdateSettings(bf16=bf16, device=device, grad_accum=grad_accum, share_prefix=share_prefix))
     batch = build_batch(trajs, pad_id=tok.pad_token_id or 0)
     tokens = int(batch.attention_mask.sum())
     updater.step(build_batch(trajs, pad_id=tok.pad_token_id or 0))  # warm-up (allocator, kernels)
@@ -265,7 +265,7 @@ def bench_train_fixed(model, tok, device: str, rows: int, length: int, steps: in
     from agentgym_trainer_rl.algorithms import ALGORITHMS
     from agentgym_trainer_rl.batch import build_batch
     from agentgym_trainer_rl.policy import PolicyModule
-    from agentgym_trainer_rl.update import UpdateOptions, Updater
+    from agentgym_trainer_rl.update import UpdateSettings, Updater
 
     trajs = fixed_trajectories(len(tok), rows, length)
     rng = random.Random(0)
@@ -286,7 +286,7 @@ def bench_train_fixed(model, tok, device: str, rows: int, length: int, steps: in
     fused = {"fused": True} if device.startswith("cuda") else {}
     optimizer = torch.optim.AdamW([p for p in policy.parameters() if p.requires_grad], lr=1e-6, **fused)
     updater = Updater(policy, optimizer, ALGORITHMS["grpo"],
-                      UpdateOptions(bf16=bf16, device=device, grad_accum=grad_accum, share_prefix=False), None, strategy)
+                      UpdateSettings(bf16=bf16, device=device, grad_accum=grad_accum, share_prefix=False), None, strategy)
     batch = build_batch(trajs, pad_id=tok.pad_token_id or 0)
     tokens = int(batch.attention_mask.sum())
     updater.step(build_batch(trajs, pad_id=tok.pad_token_id or 0))  # warm-up
@@ -339,7 +339,7 @@ def bench_grpo_step(model, tok, device: str, episodes: int, turns: int, new_toke
     from agentgym_trainer_rl.algorithms import ALGORITHMS
     from agentgym_trainer_rl.batch import build_batch
     from agentgym_trainer_rl.policy import PolicyModule
-    from agentgym_trainer_rl.update import UpdateOptions, Updater
+    from agentgym_trainer_rl.update import UpdateSettings, Updater
 
     model.float()
     _peak_reset(device)
@@ -354,7 +354,7 @@ def bench_grpo_step(model, tok, device: str, episodes: int, turns: int, new_toke
     bf16 = device.startswith("cuda")
     fused = {"fused": True} if device.startswith("cuda") else {}
     optimizer = torch.optim.AdamW([p for p in policy.parameters() if p.requires_grad], lr=1e-6, **fused)
-    updater = Updater(policy, optimizer, ALGORITHMS["grpo"], UpdateOptions(bf16=bf16, device=device, grad_accum=4))
+    updater = Updater(policy, optimizer, ALGORITHMS["grpo"], UpdateSettings(bf16=bf16, device=device, grad_accum=4))
     _peak_reset(device)
     update_start = time.perf_counter()
     metrics = updater.step(build_batch(trajs, pad_id=tok.pad_token_id or 0))

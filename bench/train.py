@@ -31,10 +31,10 @@ def load(name: str):
 def ours(name: str, episodes: int, group: int, prompt: int, completion: int, steps: int, share: bool,
          lora_layers: int = 0, system: int = 0) -> float:
     from agentgym_core.rollout.trajectory import Trajectory, Turn
-    from agentgym_trainer_rl.algorithms import ALGORITHMS, Options
+    from agentgym_trainer_rl.algorithms import ALGORITHMS, EstimatorOptions
     from agentgym_trainer_rl.batch import build_batch
     from agentgym_trainer_rl.policy import PolicyModule
-    from agentgym_trainer_rl.update import Updater, UpdateOptions
+    from agentgym_trainer_rl.update import Updater, UpdateSettings
 
     lm, _ = load(name)
     if lora_layers:  # the quickstart's adapters: every projection of the last N layers
@@ -45,7 +45,7 @@ def ours(name: str, episodes: int, group: int, prompt: int, completion: int, ste
     lm.train()
     policy = PolicyModule(lm)
     opt = torch.optim.AdamW([p for p in policy.parameters() if p.requires_grad], lr=1e-6)
-    up = Updater(policy, opt, ALGORITHMS["grpo"], UpdateOptions(share_prefix=share), Options())
+    up = Updater(policy, opt, ALGORITHMS["grpo"], UpdateSettings(share_prefix=share), EstimatorOptions())
     vocab = lm.config.vocab_size
     times = []
     for s in range(steps + 1):

@@ -24,11 +24,11 @@ from typing import Any
 import torch
 from transformers import DynamicCache
 
-from agentgym_core.engine import Engine, GenerationRequest, GenerationResult
-
-from .config import HFEngineConfig
+from agentgym_core.engine import Engine, GenerationRequest, GenerationResult, engine_settings
 from agentgym_hf.kvcache import KV, SlabCache, append, buffers, cache_arg, grown, layers, left_padded, out_cache
 from agentgym_hf.loading import load_model, prepare_tokenizer, resolve_dtype
+
+from .config import HFEngineConfig
 from .sampling import sample_tokens
 
 @dataclass
@@ -64,22 +64,23 @@ class HFEngine(Engine):
         tokenizer: Any = None,
         *,
         dtype: str | torch.dtype = "auto",
-        device: str = "cpu",
-        max_batch_size: int = 32,
-        max_cached_episodes: int = 256,
-        threads: int = 0,
-        share_prefixes: bool = True,
         chat_template: str | None = None,
-        decode: str = "plain",
-        slot_tokens: int = 0,
-        sync_every: int = 0,
-        cuda_graphs: bool = True,
-        **_: Any,
+        max_context: int | None = None,
+        **options: Any,
     ) -> None:
-        if threads > 0:
-            torch.set_num_threads(threads)
+        """*model*: a path or alias (the engine loads its own copy) or a live ``nn.Module`` with its
+        *tokenizer* (the trainer's policy). *dtype*, *chat_template* and *max_context* come from the
+        ``model`` section; *options* are :class:`HFEngineConfig`'s fields (an unknown one fails
+        with the valid names). *max_context* is the rollout's bound, kept for reference: the
+        engine generates what it is asked to."""
+        settings = engine_settings(HFEngineConfig, options, "hf")
+        self.settings = settings
+        self.max_context = max_context
+        if settings.threads > 0:
+            torch.set_num_threads(settings.threads)
         if isinstance(model, (str, bytes)) or hasattr(model, "__fspath__"):
-            model, loaded_tok = load_model(str(model), dtype=dtype, device=device, chat_template=chat_template)
+            model, loaded_tok = load_model(str(model), dtype=dtype, device=settings.device,
+                                           chat_template=chat_template)
             tokenizer = tokenizer or loaded_tok
             self.shares_weights = False
         else:
@@ -91,9 +92,9 @@ class HFEngine(Engine):
         self.model = model
         self._tokenizer = prepare_tokenizer(tokenizer, chat_template)
         self.device = next(model.parameters()).device
-        self.max_batch_size = max_batch_size
-        self.max_cached_episodes = max_cached_episodes
-        self.share_prefixes = share_prefixes
+        self.max_batch_size = settings.max_batch_size
+        self.max_cached_episodes = settings.max_cached_episodes
+        self.share_prefixes = settings.share_prefixes
         self._cache: OrderedDict[str, _Cached] = OrderedDict()
         self._cache_lock = threading.Lock()
         self._run_lock = threading.Lock()
@@ -104,14 +105,12 @@ class HFEngine(Engine):
         self._cache_arg = cache_arg(base)
         self.dtype = resolve_dtype(dtype, self.device) if not self.shares_weights else next(model.parameters()).dtype
         self._static = None
-        if decode == "static":  # fixed KV slots, decode step on the device, continuous batching
+        if settings.decode == "static":  # fixed KV slots, decode step on the device, continuous batching
             from .scheduler import StaticDecoder
 
-            self._static = StaticDecoder(self, slots=max_batch_size, slot_tokens=slot_tokens, sync_every=sync_every,
-                                         cuda_graphs=cuda_graphs)
+            self._static = StaticDecoder(self, slots=settings.max_batch_size, slot_tokens=settings.slot_tokens,
+                                         sync_every=settings.sync_every, cuda_graphs=settings.cuda_graphs)
             self.supports_submit = True
-        elif decode != "plain":
-            raise ValueError(f"decode must be one of {', '.join(HFEngineConfig.DECODE_MODES)}, got {decode!r}")
 
     # -- Engine interface -------------------------------------------------------------------
     @property

@@ -182,3 +182,15 @@ def test_episode_buffers_stay_exact_over_many_turns_with_twins(hf_tokenizer, hf_
             if turn:
                 assert res.prefill_tokens <= 4 + 1 + turn % 3  # the new observation (+ the last sampled token)
             prompts[k] = prompts[k] + res.token_ids + [400 + turn, 401, 402 + int(k[2:]) % 2, 403 + turn % 3][: 3 + turn % 3]
+
+
+def test_options_are_the_config_fields_and_a_misspelt_one_fails(hf_tokenizer, hf_tiny_model):
+    from agentgym_core.errors import ConfigError
+
+    with pytest.raises(ConfigError, match=r"unknown option 'max_batchsize'.*max_batch_size"):
+        HFEngine(hf_tiny_model, hf_tokenizer, max_batchsize=4)
+    with pytest.raises(ConfigError, match="decode"):
+        HFEngine(hf_tiny_model, hf_tokenizer, decode="fast")
+    engine = HFEngine(hf_tiny_model, hf_tokenizer, max_batch_size=3, max_context=512)
+    assert (engine.settings.max_batch_size, engine.max_batch_size, engine.max_context) == (3, 3, 512)
+    assert engine.settings.decode == "plain" and engine._static is None

@@ -19,7 +19,7 @@ AllReduce = Optional[Callable[[torch.Tensor], torch.Tensor]]
 
 
 @dataclass(frozen=True)
-class Options:
+class EstimatorOptions:
     gamma: float = 1.0
     lam: float = 0.95
     #: GRPO: divide by the group's standard deviation (``dr_grpo`` never does).
@@ -31,7 +31,7 @@ class Options:
     credit: str = "episode"
 
     @classmethod
-    def from_config(cls, tc: Any) -> "Options":
+    def from_config(cls, tc: Any) -> "EstimatorOptions":
         """The estimator options of a trainer config (:class:`~.config.RLConfig`)."""
         return cls(gamma=tc.gamma, lam=tc.lam, norm_std=tc.norm_adv, whiten=tc.norm_adv, credit=tc.credit)
 
@@ -104,7 +104,7 @@ def turn_returns(batch: Batch, gamma: float) -> tuple[torch.Tensor, torch.Tensor
     return returns * present, present
 
 
-def _group_estimate(batch: Batch, opt: Options, baseline: Callable[[torch.Tensor], torch.Tensor]
+def _group_estimate(batch: Batch, opt: EstimatorOptions, baseline: Callable[[torch.Tensor], torch.Tensor]
                     ) -> tuple[torch.Tensor, torch.Tensor]:
     """Per-token advantages from *baseline* (the advantages of one comparison set's returns [n], n >= 2)
     and the tokens whose advantage had a comparison (all but lone ones).
@@ -135,7 +135,7 @@ def _group_estimate(batch: Batch, opt: Options, baseline: Callable[[torch.Tensor
     return adv.gather(1, ids) * mask, compared.float().gather(1, ids) * mask
 
 
-def grpo(batch: Batch, opt: Options, all_reduce: AllReduce = None) -> tuple[torch.Tensor, None]:
+def grpo(batch: Batch, opt: EstimatorOptions, all_reduce: AllReduce = None) -> tuple[torch.Tensor, None]:
     """GRPO (Shao et al. 2024, eq. 3): A_i = (R_i - mean(R_group)) / (std(R_group) + eps), every token.
 
     std is the unbiased (N - 1) one, as torch.std and verl; ``norm_std`` False leaves out the division.
@@ -148,13 +148,13 @@ def grpo(batch: Batch, opt: Options, all_reduce: AllReduce = None) -> tuple[torc
     return _group_estimate(batch, opt, baseline)[0], None
 
 
-def dr_grpo(batch: Batch, opt: Options, all_reduce: AllReduce = None) -> tuple[torch.Tensor, None]:
+def dr_grpo(batch: Batch, opt: EstimatorOptions, all_reduce: AllReduce = None) -> tuple[torch.Tensor, None]:
     """Dr. GRPO (Liu et al. 2025, eq. 3): A_i = R_i - mean(R_group), never divided by the std.
     The other half of Dr. GRPO, no 1/|o_i|, is its loss aggregation (seq-mean-token-sum)."""
     return grpo(batch, replace(opt, norm_std=False), all_reduce)
 
 
-def rloo(batch: Batch, opt: Options, all_reduce: AllReduce = None) -> tuple[torch.Tensor, None]:
+def rloo(batch: Batch, opt: EstimatorOptions, all_reduce: AllReduce = None) -> tuple[torch.Tensor, None]:
     """RLOO (Ahmadian et al. 2024, eq. 6): A_i = R_i - mean of the *other* episodes of its group."""
 
     def baseline(group: torch.Tensor) -> torch.Tensor:
@@ -163,7 +163,7 @@ def rloo(batch: Batch, opt: Options, all_reduce: AllReduce = None) -> tuple[torc
     return _group_estimate(batch, opt, baseline)[0], None
 
 
-def reinforce_pp_baseline(batch: Batch, opt: Options, all_reduce: AllReduce = None) -> tuple[torch.Tensor, None]:
+def reinforce_pp_baseline(batch: Batch, opt: EstimatorOptions, all_reduce: AllReduce = None) -> tuple[torch.Tensor, None]:
     """REINFORCE++-baseline (Hu 2025, eq. 9): A_i = R_i - mean(R_group), then whitened over the batch's
     tokens (those with a comparison; a lone episode stays at 0)."""
     adv, compared = _group_estimate(batch, opt, lambda group: group - group.mean())
@@ -183,14 +183,14 @@ def discounted_returns(rewards: torch.Tensor, mask: torch.Tensor, gamma: float) 
     return out
 
 
-def reinforce_pp(batch: Batch, opt: Options, all_reduce: AllReduce = None) -> tuple[torch.Tensor, torch.Tensor]:
+def reinforce_pp(batch: Batch, opt: EstimatorOptions, all_reduce: AllReduce = None) -> tuple[torch.Tensor, torch.Tensor]:
     """REINFORCE++ (Hu 2025): discounted token returns, whitened over the whole batch."""
     returns = discounted_returns(batch.token_rewards, batch.loss_mask, opt.gamma)
     adv = masked_whiten(returns, batch.loss_mask, opt.eps, all_reduce) if opt.whiten else returns
     return adv, returns
 
 
-def gae(batch: Batch, opt: Options, all_reduce: AllReduce = None) -> tuple[torch.Tensor, torch.Tensor]:
+def gae(batch: Batch, opt: EstimatorOptions, all_reduce: AllReduce = None) -> tuple[torch.Tensor, torch.Tensor]:
     """GAE (Schulman et al. 2016, eq. 16) with the value head's V on generated tokens.
 
     delta_t = r_t + gamma V_next - V_t and A_t = delta_t + gamma lambda A_next, where "next"

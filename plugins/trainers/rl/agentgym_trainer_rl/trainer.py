@@ -20,7 +20,7 @@ from agentgym_core.config import to_yaml
 from agentgym_core.errors import AgentGymError, ConfigError
 from agentgym_core.rundir import checkpoint_step
 
-from .algorithms import ALGORITHMS, Options
+from .algorithms import ALGORITHMS, EstimatorOptions
 from .batch import build_batch
 from .config import RLConfig, UpdateConfig
 from .fsdp import FSDPStrategy
@@ -29,7 +29,7 @@ from .policy import PolicyModule, apply_lora, enable_checkpointing, frozen_copy,
 from .reporting import TensorBoardLog, one_line, param_hash, postfix, step_metrics
 from .state import ResumeError, TaskCursor, load_trainer_state, rng_state, set_rng_state, write_checkpoint
 from .optim import make_optimizer
-from .update import Updater, UpdateOptions
+from .update import Updater, UpdateSettings
 
 
 class TrainingDiverged(AgentGymError):
@@ -125,12 +125,12 @@ class RLTrainer(Trainer):
         self.module: PolicyModule = self.accelerator.unwrap_model(self.policy)
         # The update's options are the trainer config's fields of the same names (plus runtime ones).
         shared = {f.name: getattr(tc, f.name) for f in dataclasses.fields(UpdateConfig)}
-        opts = UpdateOptions(**shared, bf16=self.bf16, device=str(self.accelerator.device))
+        opts = UpdateSettings(**shared, bf16=self.bf16, device=str(self.accelerator.device))
         # A shared prefix reaches the other rows through the KV cache: gradient checkpointing drops the cache,
         # and FSDP, which gathers a layer's weights again for backward when gradients reach the layer's output,
         # never sees gradients that arrive through cached keys and values. Both run every row whole.
         opts.share_prefix = tc.share_prefix and not tc.gradient_checkpointing and not self.fsdp
-        algo_opts = Options.from_config(tc)
+        algo_opts = EstimatorOptions.from_config(tc)
         self.updater = Updater(self.policy, self.optimizer, self.algorithm, opts, algo_opts, self.dist, reference)
 
     def _build_components(self) -> None:

@@ -12,14 +12,14 @@ from typing import Any, Optional
 
 import torch
 
-from .algorithms import Algorithm, Options, lone_groups
+from .algorithms import Algorithm, EstimatorOptions, lone_groups
 from .config import UpdateConfig, effective_loss_agg
 from .batch import Batch, PrefixPlan
 from .losses import aggregate, clipped_policy_loss, dual_clip, gspo_policy_loss, kl_estimate, normaliser, value_loss
 
 
 @dataclass
-class UpdateOptions(UpdateConfig):
+class UpdateSettings(UpdateConfig):
     """:class:`UpdateConfig` plus what the trainer decides at run time."""
 
     bf16: bool = False
@@ -47,8 +47,8 @@ class Updater:
         policy: torch.nn.Module,
         optimizer: torch.optim.Optimizer,
         algorithm: Algorithm,
-        opts: UpdateOptions,
-        algo_opts: Optional[Options] = None,
+        opts: UpdateSettings,
+        algo_opts: Optional[EstimatorOptions] = None,
         accelerator: Any = None,
         reference: Optional[torch.nn.Module] = None,
     ) -> None:
@@ -56,7 +56,7 @@ class Updater:
         self.optimizer = optimizer
         self.algorithm = algorithm
         self.opts = opts
-        self.algo_opts = algo_opts if algo_opts is not None else Options()
+        self.algo_opts = algo_opts if algo_opts is not None else EstimatorOptions()
         self.accelerator = accelerator
         self.reference = reference  # full fine-tuning: a frozen PolicyModule; LoRA: None
         #: The KL coefficient in use: opts.kl_coef, moved after each step under kl_ctrl adaptive.

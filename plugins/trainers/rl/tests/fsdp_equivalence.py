@@ -36,12 +36,12 @@ def trajectories(vocab: int) -> list:
 
 def main(out_path: str, finetune: str) -> None:
     from agentgym_hf.loading import tiny_random_model
-    from agentgym_trainer_rl.algorithms import ALGORITHMS, Options
+    from agentgym_trainer_rl.algorithms import ALGORITHMS, EstimatorOptions
     from agentgym_trainer_rl.batch import build_batch
     from agentgym_trainer_rl.config import UpdateConfig
     from agentgym_trainer_rl.fsdp import FSDPStrategy
     from agentgym_trainer_rl.policy import PolicyModule, apply_lora
-    from agentgym_trainer_rl.update import Updater, UpdateOptions
+    from agentgym_trainer_rl.update import Updater, UpdateSettings
 
     torch.set_num_threads(1)
     world = int(os.environ.get("WORLD_SIZE", "1"))
@@ -71,10 +71,10 @@ def main(out_path: str, finetune: str) -> None:
         strategy = FSDPStrategy(Accelerator(cpu=True), bf16=False, offload=False)
         strategy.shard(policy)
     optimizer = torch.optim.AdamW([p for p in policy.parameters() if p.requires_grad], lr=1e-2)
-    opts = UpdateOptions(**{f.name: getattr(UpdateConfig(), f.name) for f in __import__("dataclasses").fields(UpdateConfig)},
+    opts = UpdateSettings(**{f.name: getattr(UpdateConfig(), f.name) for f in __import__("dataclasses").fields(UpdateConfig)},
                          bf16=False, device="cpu")
     opts.ppo_epochs, opts.mini_batches, opts.grad_accum = 2, 1, 2  # old log-probs differ from current in epoch 2
-    updater = Updater(policy, optimizer, ALGORITHMS["grpo"], opts, Options(), strategy, None)
+    updater = Updater(policy, optimizer, ALGORITHMS["grpo"], opts, EstimatorOptions(), strategy, None)
     trajs = trajectories(96)
     mine = [t for t in trajs if t.group_id % world == rank]
     torch.manual_seed(0)

@@ -22,17 +22,17 @@ from agentgym_core import hookimpl  # noqa: E402
 
 def _updater(tis_cap):
     from agentgym_hf.loading import load_tokenizer, tiny_random_model
-    from agentgym_trainer_rl.algorithms import ALGORITHMS, Options
+    from agentgym_trainer_rl.algorithms import ALGORITHMS, EstimatorOptions
     from agentgym_trainer_rl.config import UpdateConfig
     from agentgym_trainer_rl.policy import PolicyModule
-    from agentgym_trainer_rl.update import Updater, UpdateOptions
+    from agentgym_trainer_rl.update import Updater, UpdateSettings
 
     tok = load_tokenizer("smollm2-135m-instruct")
     policy = PolicyModule(tiny_random_model(tok, seed=2))
-    opts = UpdateOptions(**{f.name: getattr(UpdateConfig(tis_cap=tis_cap), f.name)
+    opts = UpdateSettings(**{f.name: getattr(UpdateConfig(tis_cap=tis_cap), f.name)
                             for f in dataclasses.fields(UpdateConfig)}, bf16=False, device="cpu")
     optimizer = torch.optim.AdamW(policy.parameters(), lr=0.0)  # measure the loss, keep the weights
-    return policy, Updater(policy, optimizer, ALGORITHMS["grpo"], opts, Options())
+    return policy, Updater(policy, optimizer, ALGORITHMS["grpo"], opts, EstimatorOptions())
 
 
 def _batch(policy):

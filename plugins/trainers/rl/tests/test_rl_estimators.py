@@ -11,7 +11,7 @@ torch = pytest.importorskip("torch")
 
 from agentgym_core.rollout.trajectory import Trajectory, Turn  # noqa: E402
 from agentgym_trainer_rl.algorithms import (  # noqa: E402
-    ALGORITHMS, Options, dr_grpo, grpo, lone_groups, reinforce_pp_baseline, rloo, turn_returns,
+    ALGORITHMS, EstimatorOptions, dr_grpo, grpo, lone_groups, reinforce_pp_baseline, rloo, turn_returns,
 )
 from agentgym_trainer_rl.batch import build_batch  # noqa: E402
 
@@ -51,7 +51,7 @@ def test_failed_episode_is_out_of_the_baseline(estimator):
     """[failed, 1, 1, 1]: the successes are all equal, so they get 0 (before the fix the failed row
     counted with score 0 in the group's statistics: 0.5 under GRPO, 0.33 under RLOO)."""
     batch = build_batch([episode([0, 0], failed=True)] + [episode([0, 1]) for _ in range(3)])
-    adv, _ = estimator(batch, Options())
+    adv, _ = estimator(batch, EstimatorOptions())
     assert adv.abs().max() == 0
     assert batch.loss_mask[0].sum() == 0 and bool(batch.failed[0])
 
@@ -63,8 +63,8 @@ def test_failed_episode_does_not_change_the_others_advantages():
     without = build_batch([episode(r) for r in rewards])
     for name in ("grpo", "dr_grpo", "rloo", "reinforce_pp_baseline"):
         for credit in ("episode", "turn"):
-            a, _ = ALGORITHMS[name].estimate(with_failed, Options(credit=credit, gamma=0.9))
-            b, _ = ALGORITHMS[name].estimate(without, Options(credit=credit, gamma=0.9))
+            a, _ = ALGORITHMS[name].estimate(with_failed, EstimatorOptions(credit=credit, gamma=0.9))
+            b, _ = ALGORITHMS[name].estimate(without, EstimatorOptions(credit=credit, gamma=0.9))
             assert a[0].abs().sum() == 0
             assert torch.allclose(a[1:, : b.shape[1]], b, atol=1e-6), (name, credit)
 
@@ -76,7 +76,7 @@ def test_group_left_with_one_episode_gets_zero_and_is_counted():
                         + [episode([1], group=2, failed=True)] * 2)
     assert lone_groups(batch) == 1
     for name in ("grpo", "dr_grpo", "rloo", "reinforce_pp_baseline"):
-        adv, _ = ALGORITHMS[name].estimate(batch, Options(whiten=False))
+        adv, _ = ALGORITHMS[name].estimate(batch, EstimatorOptions(whiten=False))
         assert adv[3].abs().sum() == 0, name
         assert at(adv, 4, 0) == pytest.approx(0.5), name  # a group of one: its own return (as verl)
         assert adv[5:].abs().sum() == 0
@@ -100,21 +100,21 @@ def check_episode(adv: torch.Tensor, expected: list[float], rewards: list[list[f
 
 def test_grpo_by_hand():
     """Shao et al. 2024, eq. 3 (outcome supervision): (R_i - mean R) / std R, std with N - 1 (as verl)."""
-    adv, _ = grpo(build_batch([episode(r) for r in REWARDS]), Options())
+    adv, _ = grpo(build_batch([episode(r) for r in REWARDS]), EstimatorOptions())
     check_episode(adv, unbiased_z(scores_of(REWARDS)), REWARDS)
 
 
 def test_dr_grpo_by_hand_ignores_norm_std():
     """Liu et al. 2025, eq. 3: R_i - mean R, never divided by the std (norm_adv has no say)."""
     s = scores_of(REWARDS)
-    adv, _ = dr_grpo(build_batch([episode(r) for r in REWARDS]), Options(norm_std=True))
+    adv, _ = dr_grpo(build_batch([episode(r) for r in REWARDS]), EstimatorOptions(norm_std=True))
     check_episode(adv, [v - mean(s) for v in s], REWARDS)
 
 
 def test_rloo_by_hand():
     """Ahmadian et al. 2024, eq. 6: R_i - (1 / (k - 1)) sum_{j != i} R_j."""
     s = scores_of(REWARDS)
-    adv, _ = rloo(build_batch([episode(r) for r in REWARDS]), Options())
+    adv, _ = rloo(build_batch([episode(r) for r in REWARDS]), EstimatorOptions())
     check_episode(adv, [v - (sum(s) - v) / (len(s) - 1) for v in s], REWARDS)
 
 
@@ -127,9 +127,9 @@ def test_reinforce_pp_baseline_by_hand():
     centred = [v - mean(s[:4]) for v in s[:4]] + [v - mean(s[4:]) for v in s[4:]]
     per_token = [c for c, r in zip(centred, rewards) for _ in range(2 * len(r))]  # 2 tokens a turn
     m, sd = mean(per_token), pstdev(per_token)
-    adv, _ = reinforce_pp_baseline(batch, Options())
+    adv, _ = reinforce_pp_baseline(batch, EstimatorOptions())
     check_episode(adv, [(c - m) / (sd + EPS) for c in centred], rewards)
-    raw, _ = reinforce_pp_baseline(batch, Options(whiten=False))
+    raw, _ = reinforce_pp_baseline(batch, EstimatorOptions(whiten=False))
     check_episode(raw, centred, rewards)
 
 
@@ -137,7 +137,7 @@ def test_reinforce_pp_baseline_by_hand():
 @pytest.mark.parametrize("credit", ["episode", "turn"])
 def test_all_equal_group_gets_zero(name, credit):
     batch = build_batch([episode([0, 1]) for _ in range(4)])
-    adv, _ = ALGORITHMS[name].estimate(batch, Options(credit=credit, whiten=False))
+    adv, _ = ALGORITHMS[name].estimate(batch, EstimatorOptions(credit=credit, whiten=False))
     assert adv.abs().max() == 0
 
 
@@ -163,7 +163,7 @@ def test_turn_level_grpo_by_hand():
     """Turn k's return against the group's returns at turn k (the episodes that reached it); a turn index
     only one episode reached has no baseline (0)."""
     batch = build_batch([episode(r) for r in TURN_REWARDS])
-    adv, _ = grpo(batch, Options(credit="turn", gamma=G))
+    adv, _ = grpo(batch, EstimatorOptions(credit="turn", gamma=G))
     values = [turn_values(r) for r in TURN_REWARDS]  # [[0.5, 1], [-0.15, -0.3], [-0.075, -0.15, -0.3], [1]]
     z0 = unbiased_z([v[0] for v in values])
     z1 = unbiased_z([v[1] for v in values[:3]])
@@ -179,25 +179,25 @@ def test_turn_level_rloo_pushes_a_good_first_move_less_than_the_bad_last_move():
     """Episode 1 fails on its last move (format penalty): its first move, as good as the others', is
     pushed down by gamma times what the last move is (RLOO: R - mean of the others, per turn index)."""
     rewards = [[0, 1], [0, -0.3], [0, 0]]
-    adv, _ = rloo(build_batch([episode(r) for r in rewards]), Options(credit="turn", gamma=G))
+    adv, _ = rloo(build_batch([episode(r) for r in rewards]), EstimatorOptions(credit="turn", gamma=G))
     first = -0.15 - (0.5 + 0) / 2
     last = -0.3 - (1 + 0) / 2
     assert at(adv, 1, 0) == pytest.approx(first) and at(adv, 1, 1) == pytest.approx(last)
     assert abs(at(adv, 1, 0)) < abs(at(adv, 1, 1))
-    episode_level, _ = rloo(build_batch([episode(r) for r in rewards]), Options())
+    episode_level, _ = rloo(build_batch([episode(r) for r in rewards]), EstimatorOptions())
     assert at(episode_level, 1, 0) == at(episode_level, 1, 1) == pytest.approx(-0.3 - 0.5)
 
 
 def test_turn_level_reinforce_pp_baseline_and_group_of_one():
     batch = build_batch([episode(r) for r in TURN_REWARDS] + [episode([0.2, 0.4], group=1)])
-    adv, _ = reinforce_pp_baseline(batch, Options(credit="turn", gamma=G, whiten=False))
+    adv, _ = reinforce_pp_baseline(batch, EstimatorOptions(credit="turn", gamma=G, whiten=False))
     values = [turn_values(r) for r in TURN_REWARDS]
     m0, m1 = mean(v[0] for v in values), mean(v[1] for v in values[:3])
     assert at(adv, 0, 0) == pytest.approx(0.5 - m0) and at(adv, 1, 1) == pytest.approx(-0.3 - m1)
     assert at(adv, 2, 2) == 0
     # the group of one keeps its own turn returns: 0.2 + 0.5 * 0.4, 0.4
     assert [at(adv, 4, 0), at(adv, 4, 1)] == pytest.approx([0.4, 0.4])
-    whitened, _ = reinforce_pp_baseline(batch, Options(credit="turn", gamma=G))
+    whitened, _ = reinforce_pp_baseline(batch, EstimatorOptions(credit="turn", gamma=G))
     assert at(whitened, 2, 2) == 0  # no comparison: left out of the whitening, stays 0
     compared = batch.loss_mask.clone()
     compared[2, tokens(2)] = 0
@@ -208,8 +208,8 @@ def test_turn_credit_with_gamma_one_and_outcome_reward_at_turn_zero_is_grpo():
     """Every episode reaches turn 0, so with gamma 1 and rewards only at the end turn 0's advantage is GRPO's."""
     rewards = [[0, 1], [0, 0], [1], [0, 0, 0]]
     batch = build_batch([episode(r) for r in rewards])
-    turn, _ = grpo(batch, Options(credit="turn", gamma=1.0))
-    whole, _ = grpo(batch, Options())
+    turn, _ = grpo(batch, EstimatorOptions(credit="turn", gamma=1.0))
+    whole, _ = grpo(batch, EstimatorOptions())
     assert torch.allclose(turn[:, tokens(0)], whole[:, tokens(0)], atol=1e-6)
 
 

@@ -12,10 +12,10 @@ torch = pytest.importorskip("torch")
 transformers = pytest.importorskip("transformers")
 
 from agentgym_core.rollout.trajectory import Trajectory, Turn  # noqa: E402
-from agentgym_trainer_rl.algorithms import ALGORITHMS, Options  # noqa: E402
+from agentgym_trainer_rl.algorithms import ALGORITHMS, EstimatorOptions  # noqa: E402
 from agentgym_trainer_rl.batch import build_batch  # noqa: E402
 from agentgym_trainer_rl.policy import PolicyModule  # noqa: E402
-from agentgym_trainer_rl.update import Updater, UpdateOptions  # noqa: E402
+from agentgym_trainer_rl.update import Updater, UpdateSettings  # noqa: E402
 
 VOCAB = 8
 OBS = [6, 7]
@@ -64,8 +64,8 @@ def train(name: str, turns: int, steps: int = 20) -> list[float]:
     algo = ALGORITHMS[name]
     policy = PolicyModule(lm, value_head=algo.needs_value)
     opt = torch.optim.Adam(policy.parameters(), lr=1e-2)
-    updater = Updater(policy, opt, algo, UpdateOptions(ppo_epochs=1, mini_batches=2, grad_accum=1),
-                      Options(gamma=1.0, lam=1.0))
+    updater = Updater(policy, opt, algo, UpdateSettings(ppo_epochs=1, mini_batches=2, grad_accum=1),
+                      EstimatorOptions(gamma=1.0, lam=1.0))
     history = []
     for _ in range(steps):
         trajs = play(lm, turns, tasks=8, group=4)
@@ -100,8 +100,8 @@ def test_grad_accumulation_matches_one_big_batch(agg):
         lm = tiny_lm(seed=5)
         policy = PolicyModule(lm)
         opt = torch.optim.SGD(policy.parameters(), lr=0.1)
-        up = Updater(policy, opt, ALGORITHMS["reinforce_pp"], UpdateOptions(grad_accum=accum, loss_agg=agg, max_grad_norm=1e9),
-                     Options(), accelerator=acc)
+        up = Updater(policy, opt, ALGORITHMS["reinforce_pp"], UpdateSettings(grad_accum=accum, loss_agg=agg, max_grad_norm=1e9),
+                     EstimatorOptions(), accelerator=acc)
         for t in trajs:
             t.rewards = [0.0, float(t.task_id == 2)]
         up.step(build_batch(trajs))

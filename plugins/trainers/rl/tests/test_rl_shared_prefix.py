@@ -10,10 +10,10 @@ torch = pytest.importorskip("torch")
 transformers = pytest.importorskip("transformers")
 
 from agentgym_core.rollout.trajectory import Trajectory, Turn  # noqa: E402
-from agentgym_trainer_rl.algorithms import ALGORITHMS, Options  # noqa: E402
+from agentgym_trainer_rl.algorithms import ALGORITHMS, EstimatorOptions  # noqa: E402
 from agentgym_trainer_rl.batch import build_batch  # noqa: E402
 from agentgym_trainer_rl.policy import PolicyModule, apply_lora, enable_checkpointing  # noqa: E402
-from agentgym_trainer_rl.update import Updater, UpdateOptions  # noqa: E402
+from agentgym_trainer_rl.update import Updater, UpdateSettings  # noqa: E402
 
 VOCAB = 64
 
@@ -65,7 +65,7 @@ def build(lora: bool, algorithm: str, share: bool, **opts):
     reference = None if lora or not opts.get("kl_coef") else PolicyModule(copy.deepcopy(tiny_lm(seed=5)))
     params = [p for p in policy.parameters() if p.requires_grad]
     updater = Updater(policy, torch.optim.SGD(params, lr=0.5), algo,
-                      UpdateOptions(share_prefix=share, min_shared_prefix=8, **opts), Options(), reference=reference)
+                      UpdateSettings(share_prefix=share, min_shared_prefix=8, **opts), EstimatorOptions(), reference=reference)
     return policy, updater
 
 

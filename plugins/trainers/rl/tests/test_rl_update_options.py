@@ -8,11 +8,11 @@ torch = pytest.importorskip("torch")
 transformers = pytest.importorskip("transformers")
 
 from agentgym_core.rollout.trajectory import Trajectory, Turn  # noqa: E402
-from agentgym_trainer_rl.algorithms import ALGORITHMS, Options  # noqa: E402
+from agentgym_trainer_rl.algorithms import ALGORITHMS, EstimatorOptions  # noqa: E402
 from agentgym_trainer_rl.batch import build_batch  # noqa: E402
 from agentgym_trainer_rl.losses import kl_estimate  # noqa: E402
 from agentgym_trainer_rl.policy import PolicyModule, frozen_copy  # noqa: E402
-from agentgym_trainer_rl.update import Updater, UpdateOptions, adaptive_kl_coef  # noqa: E402
+from agentgym_trainer_rl.update import Updater, UpdateSettings, adaptive_kl_coef  # noqa: E402
 
 
 def tiny_lm(seed: int = 0):
@@ -44,7 +44,7 @@ def updater(algorithm="grpo", reference=False, **opts):
     opt = torch.optim.SGD(policy.parameters(), lr=0.5)
     ref = PolicyModule(frozen_copy(tiny_lm(7))) if reference else None
     opts.setdefault("max_grad_norm", 1e9)
-    return Updater(policy, opt, ALGORITHMS[algorithm], UpdateOptions(**opts), Options(gamma=0.9), reference=ref)
+    return Updater(policy, opt, ALGORITHMS[algorithm], UpdateSettings(**opts), EstimatorOptions(gamma=0.9), reference=ref)
 
 
 def weights(up: Updater) -> torch.Tensor:
