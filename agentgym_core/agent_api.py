@@ -210,7 +210,7 @@ class LLMAgent:
         from omegaconf import OmegaConf
 
         from .config import compose_raw, validate
-        from .sections import SECTIONS
+        from .config_schema import SECTIONS
 
         key = method.lower().replace("-", "").replace("_", "").replace("+", "p") if method else None
         if key is not None and key != "scalinginterrl" and key not in _ALGORITHMS:
@@ -289,7 +289,7 @@ class LLMAgent:
             max_turns = max_turns or self._final_horizon()
         else:
             if isinstance(env, str):
-                from .env.serving import resolve_env
+                from .env.host import resolve_env
 
                 target, name = resolve_env(env)[0], env
             elif (isinstance(env, type) and issubclass(env, BaseEnv)) or isinstance(env, BaseEnv):

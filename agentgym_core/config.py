@@ -20,7 +20,7 @@ from omegaconf.errors import OmegaConfBaseException
 
 from .errors import AgentGymError, ConfigError, UnknownNameError, did_you_mean
 from .registry import SINGULAR
-from .sections import DEFAULT_REWARDS, SECTIONS, SectionSpec
+from .config_schema import DEFAULT_REWARDS, SECTIONS, SectionSpec
 
 
 def load_config(

@@ -151,7 +151,7 @@ def bench_env(name: str, args: argparse.Namespace) -> dict:
     from agentgym_core.env.client import HTTPEnvPool
     from agentgym_core.env.launcher import EnvLauncher
     from agentgym_core.env.pool import LocalEnvPool
-    from agentgym_core.env.serving import resolve_env
+    from agentgym_core.env.host import resolve_env
 
     load_start = os.getloadavg()[0]
     prof = profile(name)

@@ -42,7 +42,7 @@ def serve(name: str, host: str, port: int, max_sessions: int, token: str | None,
           workers: int, options_json: str | None, exit_with_parent: int | None, log_level: str) -> None:
     """Serve env NAME (a registered name or module:Class) over HTTP; see docs/envs.md."""
     from agentgym_core.env.server import ServerSettings
-    from agentgym_core.env.serving import build_env_server, run_server
+    from agentgym_core.env.host import build_env_server, run_server
 
     if host not in ("127.0.0.1", "localhost", "::1") and not token:
         click.secho(f"warning: serving on {host} without --token: anyone who can reach this port can use it",
@@ -63,7 +63,7 @@ def serve(name: str, host: str, port: int, max_sessions: int, token: str | None,
 @click.option("--options", "options_json", default=None, help="JSON object of env options (constructor keywords).")
 def play(name: str, task_id: int | None, options_json: str | None) -> None:
     """Play env NAME (a registered name or module:Class) in the terminal, one action per line."""
-    from agentgym_core.env.serving import env_factory
+    from agentgym_core.env.host import env_factory
     from agentgym_core.env.spec import EnvSpec
 
     factory, _ = env_factory(name, _options(options_json))

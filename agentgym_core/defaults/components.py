@@ -5,7 +5,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from agentgym_core.components import Backend, Reward, Scheduler
-from agentgym_core.sections import check_range
+from agentgym_core.config_schema import check_range
 
 
 class FixedScheduler(Scheduler):

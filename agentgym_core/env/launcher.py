@@ -189,7 +189,7 @@ def split_env_config(env_cfg: Any, manager: Any = None) -> tuple[dict[str, Any],
     """``(core keys, options)`` of an ``env`` config section: what core reads, and the env's own keywords."""
     from omegaconf import DictConfig, OmegaConf
 
-    from ..sections import EnvCoreKeys
+    from ..config_schema import EnvCoreKeys
 
     data = OmegaConf.to_container(env_cfg, resolve=True) if isinstance(env_cfg, DictConfig) else dict(env_cfg)
     names = {f.name for f in dataclasses.fields(EnvCoreKeys)}
@@ -206,7 +206,7 @@ def open_env_pool(env_cfg: Any, manager: Any = None, local: bool = False) -> Env
     core, options = split_env_config(env_cfg, manager)
     name = core["name"]
     if local:
-        from .serving import resolve_env
+        from .host import resolve_env
 
         cls, distribution = resolve_env(name, manager)
         return LocalEnvPool(functools.partial(cls, **options), name=name, distribution=distribution)

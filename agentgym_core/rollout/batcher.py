@@ -25,7 +25,7 @@ from typing import Any, Callable
 from ..engine import GenerationRequest, GenerationResult
 
 
-class Batcher:
+class GenerationBatcher:
     def __init__(self, engine: Any, max_batch_size: int | None = None, *,
                  lockstep: Callable[[], int] | None = None) -> None:
         """*lockstep*: returns how many episodes are in flight; a batch goes out once that many

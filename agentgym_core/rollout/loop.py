@@ -24,7 +24,7 @@ from .trajectory import Trajectory
 
 if TYPE_CHECKING:
     from ..assembly import RunParts
-    from .batcher import Batcher
+    from .batcher import GenerationBatcher
     from .strategy import Strategy
 
 #: The kind of a reply that is parsed as an action and sent to the env.
@@ -43,7 +43,7 @@ class Task:
 class EpisodeLoop:
     """Plays episodes for one rollout; see the module docstring."""
 
-    def __init__(self, parts: RunParts, batcher: Batcher, *, max_turns: int, step: int, temperature: float,
+    def __init__(self, parts: RunParts, batcher: GenerationBatcher, *, max_turns: int, step: int, temperature: float,
                  seed: int | None) -> None:
         agent, env = parts.agent, parts.env
         self.pool, self.batcher, self.engine = parts.pool, batcher, parts.engine

@@ -4,7 +4,7 @@ Each task is an asyncio task in which the run's strategy (``parts.strategy``,
 :mod:`agentgym_core.rollout.strategy`) plays it: one episode with the default strategy, one
 per attempt with ``reflect``. Episodes are played by the
 :class:`~agentgym_core.rollout.loop.EpisodeLoop`: generation goes through a shared
-:class:`Batcher`, so the engine sees batches of many episodes, while env steps run
+:class:`GenerationBatcher`, so the engine sees batches of many episodes, while env steps run
 concurrently with other episodes' generation. An env failure ends only its own episode
 (``failed=True``, ``end_reason="env_error"``); an engine failure propagates.
 """
@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..errors import AgentGymError
-from .batcher import Batcher
+from .batcher import GenerationBatcher
 from .loop import EpisodeLoop, Task
 from .trajectory import Trajectory
 
@@ -63,7 +63,7 @@ async def rollout(
     concurrency = int(agent.concurrency)
     unfinished = [len(tasks)]  # tasks not over yet; in lockstep, min(this, concurrency) are in flight
     lockstep = (lambda: min(unfinished[0], concurrency)) if agent.lockstep else None
-    batcher = Batcher(parts.engine, lockstep=lockstep)
+    batcher = GenerationBatcher(parts.engine, lockstep=lockstep)
     episodes = EpisodeLoop(parts, batcher, max_turns=max_turns, step=step, temperature=temp, seed=seed)
     limit = asyncio.Semaphore(concurrency)
     loop = asyncio.get_running_loop()

@@ -11,7 +11,7 @@ from agentgym_core.env.client import HTTPEnvPool
 from agentgym_core.env.errors import EnvAuthError, EnvRaised, EnvServerFull, EnvSessionNotFound, EnvUnavailable
 from agentgym_core.env.launcher import EnvLauncher
 from agentgym_core.env.server import ServerSettings
-from agentgym_core.env.serving import ServerThread, build_env_server
+from agentgym_core.env.host import ServerThread, build_env_server
 
 TOY = "agentgym_env_toys:CounterEnv"
 

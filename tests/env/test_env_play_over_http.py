@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import pytest
 
-from agentgym_core.env.serving import ServerThread, build_env_server
+from agentgym_core.env.host import ServerThread, build_env_server
 from agentgym_core.testing import play_over_http
 
 TOY = "agentgym_env_toys:CounterEnv"

@@ -4,7 +4,7 @@ from __future__ import annotations
 import httpx
 import pytest
 
-from agentgym_core.env.serving import ServerThread, build_env_server
+from agentgym_core.env.host import ServerThread, build_env_server
 from agentgym_core.plugins import get_plugin_manager
 
 

@@ -10,7 +10,7 @@ import pytest
 
 from agentgym_core import hookimpl
 from agentgym_core.env.server import ServerSettings
-from agentgym_core.env.serving import ServerThread, build_env_server
+from agentgym_core.env.host import ServerThread, build_env_server
 
 
 class ToyPlugin:
@@ -123,11 +123,13 @@ def test_env_raising_gives_500_and_session_recovers_with_reset(manager):
 
 
 def test_idle_sessions_are_reaped_after_ttl(manager):
-    with serve(manager, ttl=0.3) as srv, httpx.Client(base_url=srv.url) as http:
+    # ttl 1.5 s: the keep-alive below touches *busy* every ~50 ms; a shorter ttl reaped it too
+    # when a loaded machine stalled this process for longer than the ttl
+    with serve(manager, ttl=1.5) as srv, httpx.Client(base_url=srv.url) as http:
         idle = http.post("/create").json()["id"]
         busy = http.post("/create").json()["id"]
         http.post("/reset", json={"id": busy, "data_idx": 4})
-        deadline = time.monotonic() + 10
+        deadline = time.monotonic() + 20
         while time.monotonic() < deadline and http.get("/health").json()["sessions"] == 2:
             http.get("/observation", params={"id": busy})  # keeps *busy* alive
             time.sleep(0.05)

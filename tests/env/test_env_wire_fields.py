@@ -6,7 +6,7 @@ import pytest
 
 from agentgym_core import BaseEnv
 from agentgym_core.env.server import EnvServer
-from agentgym_core.env.serving import ServerThread
+from agentgym_core.env.host import ServerThread
 
 
 class Plain(BaseEnv):

@@ -6,7 +6,7 @@ import pytest
 from agentgym_core.defaults.components import FixedScheduler
 from agentgym_core.env.spec import EnvSpec
 from agentgym_core.evaluation import EvalPlan, plan_evaluation
-from agentgym_core.sections import EvalSection, RolloutSection
+from agentgym_core.config_schema import EvalSection, RolloutSection
 
 EVAL = vars(EvalSection(tasks=4, k=1))
 ROLLOUT = vars(RolloutSection(temperature=0.8))

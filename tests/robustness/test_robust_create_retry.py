@@ -67,7 +67,7 @@ def test_lost_create_is_not_resent_to_a_server_that_does_not_dedupe():
     from starlette.routing import Route
 
     from agentgym_core.env.errors import EnvUnavailable
-    from agentgym_core.env.serving import ServerThread
+    from agentgym_core.env.host import ServerThread
 
     creates = []
 

@@ -101,7 +101,7 @@ class BabyAIConfig:
     compat: str = "none"
 
     def __post_init__(self) -> None:
-        from agentgym_core.sections import check_range
+        from agentgym_core.config_schema import check_range
 
         check_range("env.train_seeds", self.train_seeds, ge=1)
         check_range("env.test_seeds", self.test_seeds, ge=1)

@@ -70,7 +70,7 @@ class ECommerceConfig:
     customer_max_tokens: int = 60
 
     def __post_init__(self) -> None:
-        from agentgym_core.sections import check_range
+        from agentgym_core.config_schema import check_range
 
         check_range("env.num_tasks", self.num_tasks, ge=len(INTENTS) * 2)
         check_range("env.test_fraction", self.test_fraction, gt=0, lt=1)

@@ -17,7 +17,7 @@ import httpx
 import pytest
 from agentgym_env_textcraft.env import TextCraftConfig, TextCraftEnv
 
-from agentgym_core.env.serving import ServerThread, build_env_server
+from agentgym_core.env.host import ServerThread, build_env_server
 from agentgym_core.errors import ConfigError
 from agentgym_core.plugins import get_plugin_manager
 from agentgym_core.testing import check_env

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 from agentgym_core.rollout.strategy import ACTION, Strategy
 from agentgym_core.rollout.trajectory import Trajectory, Turn
-from agentgym_core.sections import check_range
+from agentgym_core.config_schema import check_range
 
 PLAN = "plan"
 

@@ -18,7 +18,7 @@ from typing import Any
 from agentgym_core.rollout.episode import EpisodeBuilder
 from agentgym_core.rollout.strategy import ACTION, EpisodeLoop, Strategy, Task, conversation
 from agentgym_core.rollout.trajectory import Trajectory
-from agentgym_core.sections import check_range
+from agentgym_core.config_schema import check_range
 
 #: How the failed attempt ended, said before the reflection prompt.
 OUTCOMES = {

@@ -4,7 +4,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Optional
 
-from agentgym_core.sections import check_range
+from agentgym_core.config_schema import check_range
 
 ALGORITHM_NAMES = ("ppo", "gae", "grpo", "dr_grpo", "rloo", "reinforce_pp", "reinforce_pp_baseline")
 #: The estimators that compare the episodes of a task group (and so can credit each turn).
