@@ -67,6 +67,12 @@ def test_server_that_cannot_start_reports_its_stderr():
     assert "exited with code" in message and "missing game files" in message
 
 
+def _sigint_as_in_a_terminal() -> None:
+    """The child gets Ctrl-C as a terminal delivers it, even if the test process ignores SIGINT
+    (an ignored signal is inherited across exec, and Python then installs no KeyboardInterrupt)."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def test_ctrl_c_and_sigkill_of_the_launching_process_leave_no_server():
     script = textwrap.dedent(f"""
         import sys, time
@@ -76,7 +82,8 @@ def test_ctrl_c_and_sigkill_of_the_launching_process_leave_no_server():
             time.sleep(120)
     """)
     for sig in (signal.SIGINT, signal.SIGKILL):
-        proc = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        proc = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                                preexec_fn=_sigint_as_in_a_terminal)
         try:
             line = proc.stdout.readline()
             assert line.strip(), proc.stderr.read()

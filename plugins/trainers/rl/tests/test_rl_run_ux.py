@@ -23,6 +23,12 @@ sys.path.insert(0, str(Path(__file__).parent))
 from agentgym_hf.testing import tiny_model_dir  # noqa: E402
 from rl_helpers import tiny_config  # noqa: E402
 
+
+def _sigint_as_in_a_terminal() -> None:
+    """The child gets Ctrl-C as a terminal delivers it, even if the test process ignores SIGINT
+    (an ignored signal is inherited across exec, and Python then installs no KeyboardInterrupt)."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
 pytestmark = pytest.mark.slow
 ENV = dict(os.environ, OMP_NUM_THREADS="1", AGENTGYM_LOAD_PLUGINS="babyai,hf,rl,scaling")
 CLI = [sys.executable, "-m", "agentgym_core.cli.main", "train"]
@@ -135,6 +141,7 @@ def test_ctrl_c_says_where_to_resume_without_asyncio_noise(model, tmp_path):
     # Longer replies: the interrupt lands in a rollout, with episodes in flight on the event loop.
     args = tiny_config(model, tmp_path / "runs", name="stopped", **{"trainer.steps": "50", "rollout.max_new_tokens": "48"})
     proc = subprocess.Popen(CLI + args, env=ENV, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            preexec_fn=_sigint_as_in_a_terminal,
                             start_new_session=True)
     try:
         deadline = time.monotonic() + 200
