@@ -197,7 +197,6 @@ def bench_train(model, tok, device: str, trajs: list, steps: int, grad_accum: in
     import torch
 
     from agentgym_trainer_rl.algorithms import ALGORITHMS
-    from agentgym_trainer_rl.batch import build_batch
     from agentgym_trainer_rl.policy import PolicyModule
     from agentgym_trainer_rl.update import UpdateSettings, Updater
 
@@ -210,16 +209,7 @@ def bench_train(model, tok, device: str, trajs: list, steps: int, grad_accum: in
     bf16 = device.startswith("cuda")
     updater = Updater(policy, optimizer, ALGORITHMS["grpo"],
                       UpdateSettings(bf16=bf16, device=device, grad_accum=grad_accum, share_prefix=share_prefix))
-    batch = build_batch(trajs, pad_id=tok.pad_token_id or 0)
-    tokens = int(batch.attention_mask.sum())
-    updater.step(build_batch(trajs, pad_id=tok.pad_token_id or 0))  # warm-up (allocator, kernels)
-    _peak_reset(device)
-    start = time.perf_counter()
-    for _ in range(steps):
-        metrics = updater.step(build_batch(trajs, pad_id=tok.pad_token_id or 0))
-    if device.startswith("cuda"):
-        torch.cuda.synchronize()
-    wall = time.perf_counter() - start
+    tokens, wall, metrics = _timed_updates(updater, trajs, tok, device, steps)
     rate = tokens * steps / wall
     # MFU counts the tokens the forward passes ran (a shared prefix once, no tokens past the
     # last generated one), not the batch's tokens, so skipped work does not inflate it.
@@ -229,6 +219,23 @@ def bench_train(model, tok, device: str, trajs: list, steps: int, grad_accum: in
     return {"phase": f"train rl Updater (grpo, {'bf16' if bf16 else 'fp32'}, {sharing}), {len(trajs)} episodes",
             "seconds": wall, "tokens": tokens * steps, "tokens_per_s": rate, "mfu": mfu, "run_tokens": run * steps,
             "updates": metrics.get("updates"), "peak_gib": _peak_gib(device)}
+
+
+def _timed_updates(updater, trajs: list, tok, device: str, steps: int) -> tuple[int, float, dict]:
+    """One warm-up update (allocator, kernels), then *steps* timed ones: (tokens per batch, wall s, last metrics)."""
+    import torch
+
+    from agentgym_trainer_rl.batch import build_batch
+
+    tokens = int(build_batch(trajs, pad_id=tok.pad_token_id or 0).attention_mask.sum())
+    updater.step(build_batch(trajs, pad_id=tok.pad_token_id or 0))
+    _peak_reset(device)
+    start = time.perf_counter()
+    for _ in range(steps):
+        metrics = updater.step(build_batch(trajs, pad_id=tok.pad_token_id or 0))
+    if device.startswith("cuda"):
+        torch.cuda.synchronize()
+    return tokens, time.perf_counter() - start, metrics
 
 
 def fixed_trajectories(vocab: int, rows: int, length: int, turns: int = 8) -> list:
@@ -263,7 +270,6 @@ def bench_train_fixed(model, tok, device: str, rows: int, length: int, steps: in
     import torch
 
     from agentgym_trainer_rl.algorithms import ALGORITHMS
-    from agentgym_trainer_rl.batch import build_batch
     from agentgym_trainer_rl.policy import PolicyModule
     from agentgym_trainer_rl.update import UpdateSettings, Updater
 
@@ -287,16 +293,7 @@ def bench_train_fixed(model, tok, device: str, rows: int, length: int, steps: in
     optimizer = torch.optim.AdamW([p for p in policy.parameters() if p.requires_grad], lr=1e-6, **fused)
     updater = Updater(policy, optimizer, ALGORITHMS["grpo"],
                       UpdateSettings(bf16=bf16, device=device, grad_accum=grad_accum, share_prefix=False), None, strategy)
-    batch = build_batch(trajs, pad_id=tok.pad_token_id or 0)
-    tokens = int(batch.attention_mask.sum())
-    updater.step(build_batch(trajs, pad_id=tok.pad_token_id or 0))  # warm-up
-    _peak_reset(device)
-    start = time.perf_counter()
-    for _ in range(steps):
-        metrics = updater.step(build_batch(trajs, pad_id=tok.pad_token_id or 0))
-    if device.startswith("cuda"):
-        torch.cuda.synchronize()
-    wall = time.perf_counter() - start
+    tokens, wall, metrics = _timed_updates(updater, trajs, tok, device, steps)
     run = metrics.get("run_tokens", tokens)
     mfu = 6 * params * run / (wall / steps) / (peak_tflops * 1e12) if device.startswith("cuda") else None
     row = {"phase": f"train b{rows}x{length} ({'fsdp, 1 process' if fsdp else 'no fsdp'}, "
