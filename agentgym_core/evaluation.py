@@ -1,4 +1,4 @@
-"""Evaluation metrics (Avg@k, Pass@k, success, score, turns, end reasons) and the evaluate runner.
+"""Evaluation metrics (Avg@k, Pass@k, pass^k, success, score, turns, end reasons) and the evaluate runner.
 
 Pure Python: works on :class:`~agentgym_core.rollout.Trajectory` objects or their dicts, so
 the trainer, ``agentgym eval`` and the report share one definition of every number. A
@@ -7,7 +7,7 @@ category that got no episode still has a row (``n = 0``, metrics ``None``): neve
 Summary format (also the JSON ``agentgym eval`` writes and the trainer's ``eval/*.json``)::
 
     {"k": 4, "overall": ROW, "categories": {"GoTo": ROW, ...}, "meta": {...}}
-    ROW = {"n", "tasks", "failed", "success_rate", "avg_at_k", "pass_at_k",
+    ROW = {"n", "tasks", "failed", "success_rate", "avg_at_k", "pass_at_k", "pass_hat_k",
            "score_mean", "turns_mean", "end_reasons": {reason: count}}
 
 With a strategy that tries a task again after a failure (``reflect``), a row counts each
@@ -35,6 +35,7 @@ METRIC_LABELS = {
     "success_rate": "success",
     "avg_at_k": "Avg@{k}",
     "pass_at_k": "Pass@{k}",
+    "pass_hat_k": "pass^{k}",
     "score_mean": "score",
     "turns_mean": "turns",
     "failed": "env failures",
@@ -47,12 +48,7 @@ def pass_at_k(n: int, c: int, k: int) -> float:
     (Chen et al. 2021, "Evaluating Large Language Models Trained on Code", eq. 1.) With
     fewer samples than *k* the estimator is undefined; we then report whether any succeeded.
     """
-    if n <= 0:
-        raise ValueError("pass_at_k needs at least one sample")
-    if not 0 <= c <= n:
-        raise ValueError(f"successes c={c} must be within [0, n={n}]")
-    if k < 1:
-        raise ValueError(f"k must be >= 1, got {k}")
+    _check_counts("pass_at_k", n, c, k)
     if n < k:
         return 1.0 if c > 0 else 0.0
     if n - c < k:
@@ -62,6 +58,26 @@ def pass_at_k(n: int, c: int, k: int) -> float:
     for i in range(n - c + 1, n + 1):
         fail *= 1.0 - k / i
     return 1.0 - fail
+
+
+def pass_hat_k(n: int, c: int, k: int) -> float:
+    """pass^k from *n* trials with *c* successes: C(c, k) / C(n, k), the chance that *k* trials
+    drawn from the *n* all succeed (tau-bench, Yao et al. 2024); with ``n == k``, whether every
+    trial succeeded. With fewer trials than *k*: whether all *n* succeeded."""
+    from math import comb
+
+    _check_counts("pass_hat_k", n, c, k)
+    k = min(k, n)
+    return comb(c, k) / comb(n, k)
+
+
+def _check_counts(what: str, n: int, c: int, k: int) -> None:
+    if n <= 0:
+        raise ValueError(f"{what} needs at least one sample")
+    if not 0 <= c <= n:
+        raise ValueError(f"successes c={c} must be within [0, n={n}]")
+    if k < 1:
+        raise ValueError(f"k must be >= 1, got {k}")
 
 
 def _get(t: Any, key: str, default: Any = None) -> Any:
@@ -120,6 +136,7 @@ def _row(episodes: Sequence[Any], k: int) -> dict[str, Any]:
         "success_rate": None,
         "avg_at_k": None,
         "pass_at_k": None,
+        "pass_hat_k": None,
         "score_mean": None,
         "turns_mean": None,
         "end_reasons": dict(sorted(reasons.items())),
@@ -134,6 +151,7 @@ def _row(episodes: Sequence[Any], k: int) -> dict[str, Any]:
     # Avg@k: per task, the mean success of its samples; then the mean over tasks.
     row["avg_at_k"] = sum(sum(v) / len(v) for v in by_task.values()) / len(by_task)
     row["pass_at_k"] = sum(pass_at_k(len(v), sum(v), k) for v in by_task.values()) / len(by_task)
+    row["pass_hat_k"] = sum(pass_hat_k(len(v), sum(v), k) for v in by_task.values()) / len(by_task)
     row["score_mean"] = sum(float(_get(t, "score", 0.0) or 0.0) for t in episodes) / len(episodes)
     row["turns_mean"] = sum(_num_turns(t) for t in episodes) / len(episodes)
     return row
@@ -176,7 +194,7 @@ def summarize(trajectories: Iterable[Any], *, k: int, categories: Categories = N
 def _fmt(key: str, value: Any) -> str:
     if value is None:
         return "–"
-    if key in ("success_rate", "avg_at_k", "pass_at_k"):
+    if key in ("success_rate", "avg_at_k", "pass_at_k", "pass_hat_k"):
         return f"{100 * value:.1f}%"
     if isinstance(value, float):
         return f"{value:.2f}"
@@ -192,7 +210,7 @@ def table_rows(summary: Mapping[str, Any]) -> tuple[list[str], list[list[str]]]:
     """Headers and formatted rows of one summary (overall first, then each category); with
     attempts, a ``by attempt j`` column each (the share solved by attempt *j*)."""
     k = summary.get("k", 1)
-    keys = ["n", "tasks", "success_rate", "avg_at_k", "pass_at_k", "score_mean", "turns_mean"]
+    keys = ["n", "tasks", "success_rate", "avg_at_k", "pass_at_k", "pass_hat_k", "score_mean", "turns_mean"]
     attempts = list((summary.get("overall") or {}).get("attempts") or {})
     headers = (["category"] + [METRIC_LABELS[key].format(k=k) for key in keys]
                + [f"by attempt {j}" for j in attempts] + ["end reasons"])
@@ -236,7 +254,8 @@ def compare_rows(summaries: Mapping[str, Mapping[str, Any]]) -> tuple[list[str],
         rows.append(["env"] + [str(m.get("env") or "–") for m in metas])
         rows.append(["model"] + [_short_model(m.get("model")) for m in metas])
         rows.append(["max turns"] + [str(m.get("max_turns") or "–") for m in metas])
-    for key in ("n", "tasks", "success_rate", "avg_at_k", "pass_at_k", "score_mean", "turns_mean", "failed"):
+    for key in ("n", "tasks", "success_rate", "avg_at_k", "pass_at_k", "pass_hat_k", "score_mean", "turns_mean",
+                "failed"):
         label = METRIC_LABELS[key]
         ks = {s.get("k", 1) for s in summaries.values()}
         label = label.format(k=ks.pop() if len(ks) == 1 else "k")

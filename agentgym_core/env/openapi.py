@@ -48,7 +48,7 @@ def _errors(*codes: int) -> dict[str, Any]:
         404: "Unknown session id.",
         409: "No episode running (reset first) or a step seq older than the last applied one.",
         413: "Body larger than the server limit.",
-        422: "Body has the wrong shape or field types.",
+        422: "Body has the wrong shape or field types, or data_idx is in no split of the env.",
         429: "Session cap reached.",
         500: "The env raised; the session stays open and needs a reset.",
     }
@@ -65,8 +65,10 @@ def _post(summary: str, body: dict[str, Any] | None, ok: dict[str, Any], *codes:
     return {"post": op}
 
 
-def openapi_schema(env_name: str, version: str | None = None) -> dict[str, Any]:
-    """The OpenAPI 3.0 document of an env server serving *env_name*."""
+def openapi_schema(env_name: str, version: str | None = None, data_idx: dict[str, Any] | None = None) -> dict[str, Any]:
+    """The OpenAPI 3.0 document of an env server serving *env_name*; *data_idx*: the schema of its
+    task ids (:func:`agentgym_core.env.taskids.schema`; default any integer >= 0)."""
+    data_idx = data_idx or {"type": "integer", "minimum": 0}
     return {
         "openapi": "3.0.3",
         "info": {
@@ -94,7 +96,7 @@ def openapi_schema(env_name: str, version: str | None = None) -> dict[str, Any]:
             "/reset": _post(
                 "Start task data_idx in the session; returns the first observation.",
                 {"type": "object", "required": ["id", "data_idx"],
-                 "properties": {"id": _ID, "data_idx": {"type": "integer", "minimum": 0},
+                 "properties": {"id": _ID, "data_idx": data_idx,
                                 "seed": {"type": "integer", "nullable": True}}},
                 _RESET_RESULT, 400, 404, 413, 422, 500,
             ),
@@ -111,7 +113,7 @@ def openapi_schema(env_name: str, version: str | None = None) -> dict[str, Any]:
                  "properties": {"ops": {"type": "array", "minItems": 1, "items": {
                      "type": "object", "required": ["op", "id"],
                      "properties": {"op": {"type": "string", "enum": ["step", "reset"]}, "id": _ID,
-                                    "action": {"type": "string"}, "data_idx": {"type": "integer", "minimum": 0},
+                                    "action": {"type": "string"}, "data_idx": data_idx,
                                     "seq": {"type": "integer", "minimum": 1, "nullable": True}}}}}},
                 {"type": "object", "required": ["results"], "properties": {"results": {"type": "array", "items": {
                     "type": "object", "required": ["status", "body"],

@@ -26,9 +26,11 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
+from . import taskids
 from .base import BaseEnv
 from .openapi import openapi_schema
-from .wire import EXAMPLES, HTTPError, check_step, describe_value, int_field, json_kind, json_response, key_field
+from .wire import EXAMPLES, HTTPError, check_batch_op, check_step, describe_value, int_field, json_kind, json_response, \
+    key_field
 
 log = logging.getLogger("agentgym.env.server")
 
@@ -127,6 +129,7 @@ class EnvServer:
         self._token = self.settings.token.encode() if self.settings.token else None
         self._info: dict[str, Any] | None = None
         self._tasks: dict[str, Any] | None = None
+        self._runs: list[tuple[int, int]] | None = None
         self.reaped = 0
         #: Sessions opened since the server started (load spread across servers shows in it).
         self.created = 0
@@ -214,8 +217,8 @@ class EnvServer:
             raise HTTPError(422, f"request body must be a JSON object, e.g. {EXAMPLES[request.url.path]}; got {json_kind(data)}")
         return data
 
-    def _session(self, raw_id: Any) -> Session:
-        sid = int_field("id", raw_id, minimum=0)
+    def _session(self, raw_id: Any, *, text: bool = False) -> Session:
+        sid = int_field("id", raw_id, minimum=0, text=text)
         session = self.sessions.get(sid)
         if session is None:
             raise HTTPError(404, f"unknown session id {sid} on env server {self.name!r}: it was closed, reaped after "
@@ -226,7 +229,7 @@ class EnvServer:
     # -- endpoints ---------------------------------------------------------------------------
     async def create(self, request: Request) -> dict[str, Any]:
         body = await self._body(request, required=False)  # AgentGym clients may send options; ignored
-        key = key_field("idempotency_key", body.get("idempotency_key"))
+        key = key_field("idempotency_key", body)
         if key is not None:  # a resent create: the session it made, or the construction still running
             if key in self._keyed:
                 session = self.sessions[self._keyed[key]]
@@ -275,6 +278,10 @@ class EnvServer:
         session = self._session(body.get("id"))
         task_id = int_field("data_idx", body.get("data_idx"), minimum=0)
         seed = None if body.get("seed") is None else int_field("seed", body.get("seed"))
+        runs = await self._task_runs()
+        if not taskids.contains(runs, task_id):
+            raise HTTPError(422, f"'data_idx' {task_id} is in no split of env {self.name!r}; its task ids are "
+                                 f"{taskids.describe(runs)} (GET /tasks lists them)")
         async with session.lock:
             if self.sessions.get(session.id) is not session:
                 raise HTTPError(404, f"session id {session.id} was closed while this reset waited")
@@ -343,17 +350,18 @@ class EnvServer:
         if not isinstance(ops, list) or not ops:
             raise HTTPError(422, "'ops' must be a non-empty list like "
                                  '[{"op": "step", "id": 0, "action": "turn left", "seq": 3}, {"op": "reset", "id": 1, "data_idx": 7}]')
+        runs = await self._task_runs()  # known before the ops start: a reset then takes its session's lock in op order
+        for index, op in enumerate(ops):
+            check_batch_op(index, op)
+            if "data_idx" in op and not taskids.contains(runs, op["data_idx"]):
+                raise HTTPError(422, f"ops[{index}].data_idx {op['data_idx']} is in no split of env {self.name!r}; "
+                                     f"its task ids are {taskids.describe(runs)} (GET /tasks lists them)")
         results = await asyncio.gather(*(self._batch_op(op) for op in ops))
         return {"results": results}
 
     async def _batch_op(self, op: Any) -> dict[str, Any]:
         try:
-            if not isinstance(op, dict):
-                raise HTTPError(422, f"each op must be a JSON object, got {describe_value(op)}")
-            handler = {"step": self.do_step, "reset": self.do_reset}.get(op.get("op"))
-            if handler is None:
-                raise HTTPError(422, f"'op' must be 'step' or 'reset', got {describe_value(op.get('op'))}")
-            result = await handler(op)
+            result = await (self.do_step if op["op"] == "step" else self.do_reset)(op)
         except HTTPError as exc:
             return {"status": exc.status, "body": {"error": exc.message, **exc.extra}}
         if isinstance(result, tuple):
@@ -361,7 +369,7 @@ class EnvServer:
         return {"status": 200, "body": result}
 
     async def observation(self, request: Request) -> Any:
-        session = self._session(request.query_params.get("id"))
+        session = self._session(request.query_params.get("id"), text=True)
         if not _has_wire_fields(session.env):
             return session.observation  # a bare JSON string, as the AgentGym servers answer
         async with session.lock:  # the env may be mid-step in another thread
@@ -407,7 +415,20 @@ class EnvServer:
             env.close()
 
     async def openapi(self, request: Request) -> dict[str, Any]:
-        return openapi_schema(self.name, self.version)
+        return openapi_schema(self.name, self.version, data_idx=taskids.schema(await self._task_runs()))
+
+    async def _task_runs(self) -> list[tuple[int, int]]:
+        """The ids of every split, as runs (built once per server, from one env instance)."""
+        if self._runs is None:
+            self._runs = await self._run(self._list_runs)
+        return self._runs
+
+    def _list_runs(self) -> list[tuple[int, int]]:
+        env = self.factory()
+        try:
+            return taskids.id_runs(env.splits())
+        finally:
+            env.close()
 
     def _describe(self) -> dict[str, Any]:
         env = self.factory()

@@ -40,8 +40,9 @@ def describe_value(value: Any) -> str:
     return "nothing" if value is None else f"{type(value).__name__} {json.dumps(value, default=str)[:60]}"
 
 
-def int_field(name: str, value: Any, minimum: int | None = None) -> int:
-    if isinstance(value, str) and value.strip().lstrip("-").isdigit():
+def int_field(name: str, value: Any, minimum: int | None = None, *, text: bool = False) -> int:
+    """A JSON integer (a digit string only where the value came as *text*, e.g. a query parameter)."""
+    if text and isinstance(value, str) and value.strip().lstrip("-").isdigit() and len(value) < 20:
         value = int(value)
     if not isinstance(value, int) or isinstance(value, bool):
         raise HTTPError(422, f"'{name}' must be an integer, got {describe_value(value)}")
@@ -50,14 +51,40 @@ def int_field(name: str, value: Any, minimum: int | None = None) -> int:
     return value
 
 
-def key_field(name: str, value: Any, max_len: int = 200) -> str | None:
-    """An optional client-chosen key: None, or a string of 1 to *max_len* characters."""
-    if value is None:
+def key_field(name: str, body: dict[str, Any], max_len: int = 200) -> str | None:
+    """An optional client-chosen key of *body*: absent, or a string of 1 to *max_len* characters."""
+    if name not in body:
         return None
+    value = body[name]
     if not isinstance(value, str) or not 0 < len(value) <= max_len:
         raise HTTPError(422, f"'{name}' must be a string of 1 to {max_len} characters (e.g. a UUID), "
                              f"got {describe_value(value)}")
     return value
+
+
+#: What each field of a ``/batch`` op may hold (``GET /openapi.json`` says the same).
+_OP_FIELDS = {"id": (0, False), "data_idx": (0, False), "seq": (1, True), "seed": (None, True)}
+
+
+def check_batch_op(index: int, op: Any) -> None:
+    """Refuse a ``/batch`` op the schema forbids (the whole request is then a 422 naming it).
+
+    What the schema allows but the server cannot do (an unknown session, a step with no
+    action) is answered per op, as the single call would answer it.
+    """
+    where = f"ops[{index}]"
+    if not isinstance(op, dict):
+        raise HTTPError(422, f"{where} must be a JSON object like {{\"op\": \"step\", \"id\": 0, \"action\": \"...\"}}, "
+                             f"got {describe_value(op)}")
+    if op.get("op") not in ("step", "reset"):
+        raise HTTPError(422, f"{where}.op must be 'step' or 'reset', got {describe_value(op.get('op'))}")
+    if "id" not in op:
+        raise HTTPError(422, f"{where} needs the session 'id'")
+    for name, (minimum, nullable) in _OP_FIELDS.items():
+        if name in op and not (nullable and op[name] is None):
+            int_field(f"{where}.{name}", op[name], minimum=minimum)
+    if "action" in op and not isinstance(op["action"], str):
+        raise HTTPError(422, f"{where}.action must be a string, got {describe_value(op['action'])}")
 
 
 def check_step(obs: Any, reward: Any, done: Any, info: Any) -> str | None:

@@ -182,7 +182,7 @@ def test_batch_runs_ops_of_many_sessions_with_a_status_each(manager):
             {"op": "step", "id": a, "action": "inc", "seq": 2},  # same session: applied in order
             {"op": "step", "id": b, "action": "boom", "seq": 1},
             {"op": "step", "id": 99, "action": "inc"},
-            {"op": "jump", "id": a},
+            {"op": "step", "id": b},
         ]}).json()["results"]
         assert [r["status"] for r in out] == [200, 200, 200, 200, 500, 404, 422]
         assert out[2]["body"]["observation"] == "value 1" and out[3]["body"]["done"] is True
@@ -190,3 +190,56 @@ def test_batch_runs_ops_of_many_sessions_with_a_status_each(manager):
         again = http.post("/batch", json={"ops": [{"op": "step", "id": a, "action": "inc", "seq": 2}]}).json()
         assert again["results"][0]["body"] == out[3]["body"]  # exactly-once holds inside batches too
         assert http.post("/batch", json={"ops": []}).status_code == 422
+
+
+@pytest.mark.parametrize("op, named", [
+    ({"op": "jump", "id": 0}, "ops[1].op"), ({"op": "step", "id": 0, "action": "inc", "seq": 0}, "ops[1].seq"),
+    ({"op": "step", "id": "0", "action": "inc"}, "ops[1].id"), ({"op": "reset", "id": 0, "data_idx": -1}, "ops[1].data_idx"),
+    ({"op": "step", "id": 0, "action": ["inc"]}, "ops[1].action"), ({"op": "reset"}, "ops[1]"), (7, "ops[1]"),
+])
+def test_batch_with_an_op_its_schema_forbids_is_refused_whole(manager, op, named):
+    """An op the schema forbids makes the request a 422 naming it, and no op of it runs."""
+    with serve(manager) as srv, httpx.Client(base_url=srv.url) as http:
+        sid = http.post("/create").json()["id"]
+        resp = http.post("/batch", json={"ops": [{"op": "reset", "id": sid, "data_idx": 0}, op]})
+        assert resp.status_code == 422 and named in resp.json()["error"], resp.text
+        assert http.post("/step", json={"id": sid, "action": "inc"}).status_code == 409  # the reset did not run
+
+
+@pytest.mark.parametrize("body", [{"idempotency_key": None}, {"idempotency_key": 5}, {"idempotency_key": ""},
+                                  {"idempotency_key": ["k"]}])
+def test_create_refuses_an_idempotency_key_of_the_wrong_type(manager, body):
+    with serve(manager) as srv, httpx.Client(base_url=srv.url) as http:
+        resp = http.post("/create", json=body)
+        assert resp.status_code == 422 and "idempotency_key" in resp.json()["error"]
+        assert http.get("/health").json()["sessions"] == 0
+
+
+def test_ids_must_be_json_integers_in_bodies_but_may_be_text_in_a_query(manager):
+    with serve(manager) as srv, httpx.Client(base_url=srv.url) as http:
+        sid = http.post("/create").json()["id"]
+        assert http.post("/reset", json={"id": sid, "data_idx": "1"}).status_code == 422
+        assert http.post("/reset", json={"id": str(sid), "data_idx": 1}).status_code == 422
+        assert http.post("/reset", json={"id": sid, "data_idx": 1}).status_code == 200
+        assert http.get("/observation", params={"id": str(sid)}).status_code == 200
+
+
+def test_reset_refuses_a_task_id_in_no_split_and_the_schema_says_which_ids_exist(manager):
+    with serve(manager) as srv, httpx.Client(base_url=srv.url) as http:
+        sid = http.post("/create").json()["id"]
+        resp = http.post("/reset", json={"id": sid, "data_idx": 500})
+        assert resp.status_code == 422 and "0-119" in resp.json()["error"], resp.text
+        assert http.post("/reset", json={"id": sid, "data_idx": 119}).status_code == 200
+        idx = http.get("/openapi.json").json()["paths"]["/reset"]["post"]["requestBody"]["content"][
+            "application/json"]["schema"]["properties"]["data_idx"]
+        assert (idx["minimum"], idx["maximum"]) == (0, 119)
+
+
+def test_task_id_runs_merge_splits():
+    from agentgym_core.env import taskids
+
+    runs = taskids.id_runs({"train": [0, 2, 3, 1], "test": range(10, 20), "dev": (20, 30)})
+    assert runs == [(0, 4), (10, 21), (30, 31)]
+    assert [taskids.contains(runs, t) for t in (-1, 0, 3, 4, 10, 20, 21, 30, 31)] == [
+        False, True, True, False, True, True, False, True, False]
+    assert taskids.schema(runs)["anyOf"][1] == {"minimum": 10, "maximum": 20}

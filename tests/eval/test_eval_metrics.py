@@ -12,6 +12,7 @@ from agentgym_core.evaluation import (
     compare,
     eval_tasks,
     pass_at_k,
+    pass_hat_k,
     summarize,
     to_markdown,
 )
@@ -28,11 +29,12 @@ def ep(task_id, success, *, turns=2, score=None, end_reason="done", failed=False
     return t.to_dict() if as_dict else t
 
 
-def brute_pass_at_k(n, c, k):
-    """Probability that a random k-subset of n samples (c good) holds a good one, by enumeration."""
+def brute_pass_at_k(n, c, k, agg=any):
+    """Probability that a random k-subset of n samples (c good) holds a good one (agg=all: only good ones),
+    by enumeration."""
     samples = [1] * c + [0] * (n - c)
     subsets = list(itertools.combinations(range(n), k))
-    return sum(any(samples[i] for i in s) for s in subsets) / len(subsets)
+    return sum(agg(samples[i] for i in s) for s in subsets) / len(subsets)
 
 
 @given(st.integers(1, 9).flatmap(lambda n: st.tuples(st.just(n), st.integers(0, n), st.integers(1, n))))
@@ -49,6 +51,24 @@ def test_pass_at_k_edges():
         pass_at_k(0, 0, 1)
     with pytest.raises(ValueError):
         pass_at_k(3, 4, 1)
+
+
+@given(st.integers(1, 9).flatmap(lambda n: st.tuples(st.just(n), st.integers(0, n), st.integers(1, n))))
+def test_pass_hat_k_matches_enumeration(args):
+    n, c, k = args
+    assert pass_hat_k(n, c, k) == pytest.approx(brute_pass_at_k(n, c, k, agg=all))
+
+
+def test_pass_hat_k_is_the_share_solved_in_every_trial():
+    # 3 tasks x 4 trials: solved 4/4, 3/4, 0/4 -> pass^4 = 1/3; pass^1 is the success rate
+    eps = [ep(t, ok) for t, wins in ((1, 4), (2, 3), (3, 0)) for ok in [True] * wins + [False] * (4 - wins)]
+    assert summarize(eps, k=4)["overall"]["pass_hat_k"] == pytest.approx(1 / 3)
+    assert summarize(eps, k=4)["overall"]["pass_at_k"] == pytest.approx(2 / 3)
+    assert summarize(eps, k=1)["overall"]["pass_hat_k"] == pytest.approx(7 / 12)
+    assert pass_hat_k(2, 2, 4) == 1.0 and pass_hat_k(2, 1, 4) == 0.0  # fewer trials than k: all of them
+    assert "pass^4" in to_markdown(summarize(eps, k=4))
+    with pytest.raises(ValueError):
+        pass_hat_k(0, 0, 1)
 
 
 def test_summarize_overall_and_categories_with_an_empty_one():
