@@ -1,1 +1,1 @@
-"""E-commerce customer service for AgentGym: serve a simulated customer through tools under a policy."""
+"""AgentGym env plugin: e-commerce customer service on the service-env kit (``agentgym_service``)."""

@@ -75,7 +75,7 @@ class Catalog:
 def catalog(store_seed: int = 0) -> Catalog:
     """The products of the store drawn from *store_seed* (item ids, prices, what is out of stock)."""
     rng = random.Random(f"ecommerce-catalog:{store_seed}")
-    ids = iter(rng.sample(range(10000, 100000), 400))
+    ids = iter(rng.sample(range(100000, 1000000), 400))
     products = []
     for index, (name, axes, (low, high), final_sale) in enumerate(PRODUCT_TYPES, 1):
         product_id = f"P{index:02d}"

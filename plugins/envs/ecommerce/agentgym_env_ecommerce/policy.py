@@ -1,53 +1,55 @@
 """The store's written policy: the text the agent reads, and the rules the write tools enforce.
 
-Each ``check_*`` returns None when the policy allows the change, else the rule it breaks
-(one sentence). A write the policy forbids ends the episode with reward 0; malformed calls
-and unknown ids are not policy questions and only get feedback (see :mod:`.tools`).
+Each ``check_*`` returns None when the policy allows the change, else the rule it breaks (one
+sentence). A write the policy forbids ends the episode with reward 0; malformed calls and
+unknown ids are not policy questions and only get feedback (see :mod:`.desk`).
 """
 from __future__ import annotations
 
-from typing import Any
-
 from .catalog import Catalog
-from .store import RETURN_DAYS
+from .records import Customer, Order
+from .world import RETURN_DAYS
 
 CANCEL_REASONS = ("no longer needed", "ordered by mistake")
 
 POLICY = f"""\
 Policy:
-1. Identify the customer with find_customer before reading or changing orders; act only on their orders.
-2. Before a change, describe it and ask the customer to confirm; change only after they say yes.
+1. Authenticate the customer with find_customer before reading or changing anything, and serve only that customer: \
+never look at another customer's profile or orders (that ends the conversation). The identity cannot change later.
+2. Before each change, describe it exactly (the action, the order, the items and new options, the address or the \
+payment method) and ask the customer to confirm; make only the change they said yes to. One change per confirmation.
 3. Pending orders: cancel (reason "{CANCEL_REASONS[0]}" or "{CANCEL_REASONS[1]}"; the total is refunded to the \
 original payment method), or change the address, the payment method, or item options (same product, in stock, once).
-4. Shipped or cancelled orders cannot be cancelled or changed.
+4. Shipped, delivered or cancelled orders cannot be cancelled or changed.
 5. Delivered items: return or exchange within {RETURN_DAYS} days of delivery, never final-sale items. Refund to the \
 original payment method or a gift card of the customer. Exchange only for another option of the same product, in \
 stock; the price difference is paid or refunded with a payment method of the customer.
-6. Refuse what the policy forbids (or transfer_to_human). Tell the customer what they ask (status, tracking number, \
-amounts)."""
+6. The customer's default address (their profile) may be changed on request.
+7. Find out what the customer wants before deciding. Refuse what the policy forbids (or transfer_to_human), saying \
+why. Tell the customer what they ask (status, tracking number, prices, refunds and price differences)."""
 
 
-def check_cancel(order: dict[str, Any]) -> str | None:
-    if order["status"] != "pending":
-        return f"only pending orders may be cancelled; {order['order_id']} is {order['status']}"
+def check_cancel(order: Order) -> str | None:
+    if order.status != "pending":
+        return f"only pending orders may be cancelled; {order.order_id} is {order.status}"
     return None
 
 
-def check_modify(order: dict[str, Any], *, items: bool = False) -> str | None:
-    if order["status"] != "pending":
-        return f"only pending orders may be modified; {order['order_id']} is {order['status']}"
-    if items and order["modified"]:
-        return f"the items of a pending order may be changed only once; {order['order_id']} was changed already"
+def check_modify(order: Order, *, items: bool = False) -> str | None:
+    if order.status != "pending":
+        return f"only pending orders may be modified; {order.order_id} is {order.status}"
+    if items and order.modified:
+        return f"the items of a pending order may be changed only once; {order.order_id} was changed already"
     return None
 
 
-def check_delivered_items(order: dict[str, Any], item_ids: list[str], catalog: Catalog, what: str) -> str | None:
+def check_delivered_items(order: Order, item_ids: list[str], catalog: Catalog, what: str) -> str | None:
     """Returns and exchanges: delivered, within the window, no final-sale item."""
-    if order["status"] != "delivered":
-        return f"only delivered orders may have items {what}; {order['order_id']} is {order['status']}"
-    if order["delivered_days_ago"] > RETURN_DAYS:
-        return (f"items may be {what} only within {RETURN_DAYS} days of delivery; {order['order_id']} was "
-                f"delivered {order['delivered_days_ago']} days ago")
+    if order.status != "delivered":
+        return f"only delivered orders may have items {what}; {order.order_id} is {order.status}"
+    if order.delivered_days_ago > RETURN_DAYS:
+        return (f"items may be {what} only within {RETURN_DAYS} days of delivery; {order.order_id} was "
+                f"delivered {order.delivered_days_ago} days ago")
     for item_id in item_ids:
         product = catalog.product_of(item_id)
         if product.final_sale:
@@ -55,11 +57,10 @@ def check_delivered_items(order: dict[str, Any], item_ids: list[str], catalog: C
     return None
 
 
-def check_refund_method(order: dict[str, Any], customer: dict[str, Any], payment_method_id: str) -> str | None:
-    method = customer["payment_methods"][payment_method_id]
-    if payment_method_id != order["payment_method_id"] and method["kind"] != "gift_card":
-        return (f"refunds go to the original payment method ({order['payment_method_id']}) or a gift card, "
-                f"not {payment_method_id}")
+def check_refund_method(order: Order, customer: Customer, method_id: str) -> str | None:
+    method = customer.method(method_id)
+    if method_id != order.payment_method_id and method.kind != "gift_card":
+        return f"refunds go to the original payment method ({order.payment_method_id}) or a gift card, not {method_id}"
     return None
 
 

@@ -1,228 +1,178 @@
-"""The episode: contract, the reference agent wins every test task, the random agent does not, and the
-ways an episode ends with 0 (forbidden changes, unconfirmed or unwanted changes, transfers, the turn limit)."""
+"""ecommerce on the service kit: every point of issue 26 that an outsider could game, and the expert winning."""
 from __future__ import annotations
 
 import collections
-import random
 
 import pytest
 
 from agentgym_core.testing import check_env
-from agentgym_env_ecommerce.agents import RandomAgent, ReferenceAgent, RefusingAgent, call, play, respond
+from agentgym_env_ecommerce.agents import ExpertAgent, MisdescribingExpert, call, respond
 from agentgym_env_ecommerce.env import ECommerceServiceEnv
-from agentgym_env_ecommerce.scenarios import FORBIDDEN_KINDS, INTENTS
+from agentgym_service.play import play
 
 
 @pytest.fixture(scope="module")
 def env():
-    e = ECommerceServiceEnv()
-    yield e
-    e.close()
+    return ECommerceServiceEnv()
 
 
-def task_of(env, kind: str, split: str = "test", where=lambda s: True) -> int:
-    """The first task id of *split* whose scenario has *kind* (an intent or a forbidden kind)."""
+def first_task(env, intent, split="test", where=lambda e: True):
     for task_id in env.splits()[split]:
-        env.reset(task_id=task_id)
-        if env.scenario.kind == kind and where(env.scenario):
-            return task_id
-    raise LookupError(kind)
+        if env.category(task_id) == intent:
+            env.reset(task_id=task_id)
+            if where(env):
+                return task_id
+    raise LookupError(intent)
 
 
-def identify(env) -> None:
-    """Identify the customer and look at the order, as an agent would after asking."""
-    s = env.scenario
-    for action in (call("find_customer", email=s.customer["email"]), call("get_order", order_id=s.order_id)):
-        obs, reward, done, info = env.step(action)
-        assert not done and not info["action_failed"], obs
+def test_contract_options_and_splits():
+    check_env(ECommerceServiceEnv, task_ids=[0, 1, 1400])
+    env = ECommerceServiceEnv()
+    sizes = {k: len(v) for k, v in env.splits().items()}
+    assert sizes["train"] + sizes["test"] == 1400 and sizes["ood"] == 200 and 200 < sizes["test"] < 360
+    assert ECommerceServiceEnv(intents="cancel,return").category(3) == "return"
+    from agentgym_core.errors import ConfigError
+    with pytest.raises(ConfigError, match="unknown intent"):
+        ECommerceServiceEnv(intents="refund")
 
 
-def test_contract():
-    check_env(ECommerceServiceEnv, actions=('respond("Hello, how can I help?")', 'get_order(order_id="#W1234")',
-                                            "dance", 'find_customer(email="nobody@example.com")'))
+@pytest.mark.parametrize("split", ["test", "ood"])
+def test_the_expert_solves_every_task(env, split):
+    failed = {t: play(env, t, ExpertAgent())[1].get("end_reason") for t in env.splits()[split]}
+    assert {t: r for t, r in failed.items() if r != "the user's goal is met"} == {}
 
 
-def test_reference_agent_solves_every_test_task(env):
-    solved, kinds = collections.Counter(), set()
+def test_every_task_needs_a_write_and_many_need_several(env):
+    writes = collections.Counter()
+    kinds = set()
     for task_id in env.splits()["test"]:
-        reward, info, steps = play(env, task_id, ReferenceAgent())
-        assert reward == 1.0 and info["success"] and info["db_match"], (task_id, steps[-3:], info)
-        assert not any("Invalid action" in obs for _, obs in steps)
-        solved[env.category(task_id)] += 1
-        kinds.add(env.scenario.kind)
-    assert set(solved) == set(INTENTS) and kinds >= set(FORBIDDEN_KINDS)
+        env.reset(task_id=task_id)
+        requests = env.task.goal.requests
+        writes[sum(len(r.changes) for r in requests if not r.forbidden)] += 1
+        kinds |= {c.tool for r in requests for c in r.changes}
+    assert writes[0] == 0 and (writes[2] + writes[3]) / sum(writes.values()) > 0.4
+    assert {"modify_payment", "modify_customer_address", "modify_items", "exchange_items"} <= kinds
 
 
-def test_random_agent_is_near_zero(env):
-    rng = random.Random(0)
-    test = env.splits()["test"]
-    wins = sum(play(env, task_id, RandomAgent(rng))[0] for task_id in test[::2])
-    assert wins / len(test[::2]) < 0.05
+def test_the_expert_with_a_misdescribing_confirmation_never_wins(env):
+    results = [play(env, t, MisdescribingExpert(t))[0] for t in env.splits()["test"][:60]]
+    assert sum(results) == 0
 
 
-def test_refusing_everything_wins_only_the_forbidden_requests(env):
-    for task_id in env.splits()["test"][:28]:
-        reward, info, _ = play(env, task_id, RefusingAgent())
-        assert reward == (1.0 if env.category(task_id) == "forbidden" else 0.0), (task_id, info)
+def test_details_come_only_when_asked_and_varied_questions_are_understood(env):
+    first_task(env, "return")
+    goal = env.task.goal
+    first = env.reset(task_id=env.task.task_id)
+    order = goal.requests[0].slots[0].value
+    assert order not in first and "@" not in first  # the opening names no id
+    asks = {"Who am I speaking with?": goal.name, "What would you like to return?": goal.requests[0].slots[1].value,
+            "Where should the refund go?": goal.requests[0].slots[2].value, "What's the order number?": order}
+    for question, expect in asks.items():
+        obs = env.step(respond(question))[0]
+        assert "As I said" not in obs and expect in obs, (question, obs)
+    obs = env.step(respond("Lovely weather on Mars?"))[0]
+    assert any(w in obs for w in ("understand", "not sure what", "lost", "don't follow")), obs
 
 
-def test_forbidden_refund_ends_with_zero(env):
-    env.reset(task_id=task_of(env, "refund_elsewhere"))
-    s = env.scenario
-    paypal = next(m for m, info in s.customer["payment_methods"].items() if info["kind"] == "paypal")
-    item = s.details["items"][0]
-    identify(env)
-    obs, *_ = env.step(respond(f"I will return {item} from {s.order_id} with a refund to {paypal}. Do you confirm?"))
-    assert obs.startswith("Customer: Yes")
-    obs, reward, done, info = env.step(call("return_items", order_id=s.order_id, item_ids=[item],
-                                            payment_method_id=paypal))
-    assert done and reward == 0.0 and not info["success"]
-    assert "Forbidden by the policy: refunds go to the original payment method" in obs
-    assert info["forbidden"].startswith("refunds go to") and info["end_reason"].startswith("forbidden")
+def serve_until_confirmation(env, task_id):
+    """The expert's actions up to (not including) its first confirmation question."""
+    agent, obs = ExpertAgent(), env.reset(task_id=task_id)
+    while True:
+        action = agent(obs)
+        if "Do you confirm?" in action:
+            return agent, action
+        obs = env.step(action)[0]
 
 
-@pytest.mark.parametrize("kind, action, rule", [
-    ("return_final_sale", "return", "is a final-sale item and cannot be returned"),
-    ("cancel_shipped", "cancel", "only pending orders may be cancelled"),
-    ("address_shipped", "address", "only pending orders may be modified"),
-    ("return_late", "return", "only within 30 days of delivery"),
+@pytest.mark.parametrize("rewrite, answer", [
+    (lambda a, oid: a.replace("Do you confirm?", "and close your account. Do you confirm?"), "only want"),
+    (lambda a, oid: f'respond("May I go ahead with order {oid}?")', "exactly"),
+    (lambda a, oid: a.replace(oid, "#W0001"), "It's order"),
+    (lambda a, oid: a.replace(oid, "W" + oid[2:]), "Yes"),            # the id without the # is the same order
+    (lambda a, oid: a.replace(oid, f"order {oid[2:]}"), "Yes"),
 ])
-def test_other_forbidden_changes_end_with_zero(env, kind, action, rule):
-    env.reset(task_id=task_of(env, kind))
-    s = env.scenario
-    identify(env)
-    env.step(respond(f"Shall I go ahead with order {s.order_id}?"))
-    order = s.db["orders"][s.order_id]
-    tool = {"return": call("return_items", order_id=s.order_id, item_ids=s.details.get("items"),
-                           payment_method_id=order["payment_method_id"]),
-            "cancel": call("cancel_order", order_id=s.order_id, reason="no longer needed"),
-            "address": call("modify_address", order_id=s.order_id, address="1 Main St, Salem, 97301")}[action]
-    obs, reward, done, info = env.step(tool)
-    assert done and reward == 0.0 and rule in obs and rule in info["forbidden"]
+def test_a_confirmation_counts_only_if_it_describes_the_change(env, rewrite, answer):
+    task_id = first_task(env, "cancel")
+    agent, action = serve_until_confirmation(env, task_id)
+    oid = agent.order["order_id"]
+    obs = env.step(rewrite(action, oid).replace("order order", "order"))[0]
+    assert answer in obs, obs
+    if answer != "Yes":
+        obs, reward, done, info = env.step(call("cancel_order", order_id=oid, reason="no longer needed"))
+        assert done and reward == 0.0
 
 
-def test_a_change_without_confirmation_ends_with_zero(env):
-    env.reset(task_id=task_of(env, "cancel"))
-    s = env.scenario
-    identify(env)
-    obs, reward, done, info = env.step(call("cancel_order", order_id=s.order_id, reason=s.details["reason"]))
-    assert done and reward == 0.0 and "explicit confirmation" in info["forbidden"]
-    assert env.db == s.db  # nothing was applied
+def test_status_is_judged_on_what_was_stated(env):
+    task_id = first_task(env, "order_status", where=lambda e: e.task.goal.requests[0].outputs[0].value == "pending")
+    agent = ExpertAgent()
+    obs = env.reset(task_id=task_id)
+    for _ in range(3):  # ask, authenticate, look up
+        obs = env.step(agent(obs))[0]
+    obs = env.step(respond("It is pending, shipped, delivered or cancelled."))[0]
+    assert "Thanks!" not in obs and "one more thing" not in obs
+    obs = env.step(respond("Your order is still pending; it has not shipped yet."))[0]
+    assert "one more thing" in obs or "also need" in obs or "another thing" in obs
 
 
-def test_a_change_the_customer_did_not_ask_for_ends_with_zero(env):
-    env.reset(task_id=task_of(env, "cancel"))
-    s = env.scenario
-    identify(env)
-    env.step(respond(f"Shall I cancel order {s.order_id}? Please confirm."))
-    wrong = next(r for r in ("no longer needed", "ordered by mistake") if r != s.details["reason"])
-    obs, reward, done, info = env.step(call("cancel_order", order_id=s.order_id, reason=wrong))
-    assert done and reward == 0.0 and "That's not what I asked for" in obs
-    assert info["end_reason"] == "the change is not what the customer asked for" and not info["db_match"]
+def test_listing_amounts_tells_none(env):
+    task_id = first_task(env, "cancel")
+    agent, action = serve_until_confirmation(env, task_id)
+    total = agent.order["total"]
+    obs = env.step(action.replace(f"${total:.2f}", "the total"))[0]  # the amount not told yet
+    assert obs.startswith("Customer: Yes")
+    env.step(call("cancel_order", order_id=agent.order["order_id"], reason="ordered by mistake" if "mistake" in
+                  agent.said else "no longer needed"))
+    listing = " ".join(f"${x / 100:.2f}" for x in range(int(total * 100) - 300, int(total * 100) + 300, 7)) + \
+        f" ${total:.2f}"
+    obs = env.step(respond(f"Your refund is one of {listing}."))[0]
+    assert "How much" in obs or "refund going to be" in obs
 
 
-def test_transfers(env):
-    env.reset(task_id=task_of(env, "return"))
-    obs, reward, done, info = env.step('transfer_to_human(summary="wants a return")')
-    assert done and reward == 0.0 and info["end_reason"] == "transferred a request the policy allows the agent to handle"
-    env.reset(task_id=task_of(env, "cancel_shipped"))
-    obs, reward, done, info = env.step('transfer_to_human(summary="x")')
-    assert done and reward == 0.0 and "before looking" in info["end_reason"]
-    env.reset(task_id=task_of(env, "cancel_shipped"))
-    identify(env)
-    obs, reward, done, info = env.step('transfer_to_human(summary="wants to cancel a shipped order")')
-    assert done and reward == 1.0 and info["success"]
+def test_identity_is_locked_and_another_customers_data_ends_the_episode(env):
+    first_task(env, "cancel")
+    me = env.task.goal.identity
+    others = [c for c in env.db.customers if c.name != env.task.goal.name or c.zip != me[-1].value]
+    env.step(respond("Your email or name and zip, please?"))
+    name, zip_code = env.task.goal.name, next(s.value for s in me if s.name == "zip")
+    assert env.step(call("find_customer", name=name, zip=zip_code))[0].startswith("Found customer")
+    obs, _, done, info = env.step(call("find_customer", email=others[0].email))
+    assert not done and "cannot change" in obs
+    obs, reward, done, info = env.step(call("get_order", order_id=others[0].orders[0]))
+    assert done and reward == 0.0 and "someone other" in info["end_reason"]
 
 
-def test_refusal_counts_only_for_forbidden_requests_after_looking(env):
-    env.reset(task_id=task_of(env, "exchange_other_product"))
-    obs, reward, done, _ = env.step(respond("Sorry, I cannot do that."))
-    assert not done and "look at my order first" in obs
-    identify(env)
-    obs, reward, done, info = env.step(respond("I'm afraid the policy does not allow swapping for another product."))
-    assert done and reward == 1.0 and info["success"] and obs.startswith("Customer: ")
-    env.reset(task_id=task_of(env, "return"))
-    identify(env)
-    obs, reward, done, _ = env.step(respond("Sorry, I cannot do that."))
-    assert not done and reward == 0.0 and "Are you sure?" in obs
+def test_a_refusal_counts_only_after_the_request_was_elicited(env):
+    task_id = first_task(env, "forbidden")
+    obs, reward, done, _ = env.step(respond("I'm sorry, I cannot do that."))
+    assert not done and "details" in obs or "looked" in obs
+    assert play(env, task_id, ExpertAgent())[0] == 1.0
 
 
-def test_facts_must_be_told_after_looking_at_the_order(env):
-    env.reset(task_id=task_of(env, "order_status", where=lambda s: s.facts[0][1] == "shipped"))
-    s = env.scenario
-    tracking = s.db["orders"][s.order_id]["tracking"]
-    obs, reward, done, _ = env.step(respond(f"It is shipped, tracking {tracking}."))  # a guess, before looking
-    assert not done
-    identify(env)
-    obs, reward, done, info = env.step(respond("It is pending, shipped or delivered."))
-    assert not done and "status" in obs.lower()
-    obs, reward, done, info = env.step(respond("Your order is shipped."))
-    assert not done and obs == "Customer: What's the tracking number?"
-    obs, reward, done, info = env.step(respond(f"The tracking number is {tracking}."))
-    assert done and reward == 1.0 and info["facts_missing"] == []
-
-
-def test_lookups_need_the_identified_customer(env):
-    env.reset(task_id=task_of(env, "cancel"))
-    s = env.scenario
-    obs, reward, done, info = env.step(call("get_order", order_id=s.order_id))
-    assert "Identify the customer first" in obs and info["action_failed"] and not info["invalid_action"]
-    other = next(o for o in s.db["orders"] if o not in s.customer["orders"])
-    env.step(call("find_customer", name=s.customer["name"], zip=s.customer["zip"]))
-    obs, *_ = env.step(call("get_order", order_id=other))
-    assert "belongs to another customer" in obs
-    obs, *_ = env.step(call("get_order", order_id="W" + s.order_id[2:]))
-    assert obs.startswith(f"Order {s.order_id}: pending")
-    obs, *_ = env.step(call("get_customer", customer_id="someone_else_1234"))
-    assert "only look at the identified customer" in obs
-    obs, *_ = env.step(call("find_customer", email="nobody@example.com"))
-    assert "No customer with email nobody@example.com" in obs
-
-
-def test_bad_arguments_of_writes_get_feedback(env):
-    env.reset(task_id=task_of(env, "exchange"))
-    s = env.scenario
-    identify(env)
-    item = s.details["items"][0]
-    env.step(respond(f"Do you confirm the exchange in {s.order_id}?"))
-    cases = [
-        (call("exchange_items", order_id=s.order_id, item_ids=["11111"], new_item_ids=["22222"],
-              payment_method_id="credit_card_0000"), "not in order"),
-        (call("exchange_items", order_id=s.order_id, item_ids=[item], new_item_ids=["22222", "3"],
-              payment_method_id="x"), "one new item id per item"),
-        (call("exchange_items", order_id=s.order_id, item_ids=[item], new_item_ids=[item],
-              payment_method_id=s.db["orders"][s.order_id]["payment_method_id"]), "the item already ordered"),
-        (call("exchange_items", order_id=s.order_id, item_ids=[item], new_item_ids=[item],
-              payment_method_id="credit_card_0000"), "is not a payment method of"),
-    ]
-    for action, feedback in cases:
+def test_one_action_per_turn_and_malformed_input_is_an_error_observation(env):
+    first_task(env, "cancel")
+    for action, says in [('Sure, I will not call cancel_order(order_id="#W1234", reason="no longer needed")', "not run"),
+                         ('Action: get_order("#W1")\nAction: cancel_order("#W1", "no longer needed")', "one action"),
+                         ('{"name": "get_product", "arguments": {"product_id": {"a": 1}}}', "must be a string"),
+                         ("get_product(" + "9" * 5000 + ")", "limit is 4000"),
+                         ('cancel_order(order_id=' + "[" * 1000 + ")", "lists inside lists"),
+                         ("x" * 16000, "limit is 4000"), ("", "empty")]:
         obs, reward, done, info = env.step(action)
-        assert feedback in obs and info["invalid_action"] and not done, (action, obs)
-    assert env.db == s.db
+        assert not done and reward == 0.0 and says in obs, (action[:40], obs)
 
 
-def test_turn_limit_ends_the_episode():
-    env = ECommerceServiceEnv(max_turns=3)
-    env.reset(task_id=0)
-    for _ in range(2):
-        assert not env.step(respond("Hello!"))[2]
-    obs, reward, done, info = env.step(respond("Hello!"))
-    assert done and reward == 0.0 and info["end_reason"] == "turn limit" and "3 turns" in obs
-    obs, reward, done, info = env.step(respond("Hello?"))
-    assert done and "over" in obs
+def test_step_info_carries_nothing_privileged(env):
+    first_task(env, "forbidden")
+    info = env.step(respond("Hello"))[3]
+    assert set(info) == {"success", "invalid_action", "action_failed", "turns"}
+    debug = ECommerceServiceEnv(privileged_info=True)
+    debug.reset(task_id=env.task.task_id)
+    assert debug.step(respond("Hello"))[3]["task"]["forbidden"][0]
 
 
-def test_confirmation_can_be_switched_off():
-    env = ECommerceServiceEnv(require_confirmation=False)
-    env.reset(task_id=task_of(env, "cancel"))
-    s = env.scenario
-    identify(env)
-    obs, reward, done, info = env.step(call("cancel_order", order_id=s.order_id, reason=s.details["reason"]))
-    assert not done and "cancelled" in obs
-    obs, reward, done, info = env.step(respond(f"Done, {s.facts[0][1]} is refunded."))
-    assert done and reward == 1.0
-
-
-def test_step_before_reset_raises():
-    with pytest.raises(RuntimeError, match="before reset"):
-        ECommerceServiceEnv().step('respond("hi")')
+def test_tools_are_offered_as_json_schemas_and_accepted_as_json_calls(env):
+    tools = {t["function"]["name"]: t["function"] for t in env.describe()["tools"]}
+    assert tools["return_items"]["parameters"]["properties"]["item_ids"]["type"] == "array"
+    assert {"search_products", "modify_payment", "modify_customer_address"} <= set(tools)
+    first_task(env, "product_search")
+    obs = env.step('{"name": "search_products", "arguments": {"query": "mug"}}')[0]
+    assert '"Coffee Mug"' in obs

@@ -1,0 +1,84 @@
+"""The user played by a language model through any engine plugin (env option ``user: model``).
+
+The model gets the goal as its system prompt (who it is, its requests in order, the details to
+give only when asked, the changes it wants) and writes one short line per turn. The guards do
+not depend on the model: a confirmation authorizes a change only if the model's line is a yes
+*and* the agent's message describes a change the user wants (:func:`~.user.match_confirmation`);
+answers, refusals and the end of the episode are judged as with the rule-based user. The engine
+(and torch) is imported only when this user is used.
+"""
+from __future__ import annotations
+
+import random
+import re
+from typing import Any
+
+from .goal import Goal, Lexicon
+from .judge import Judge
+from .user import LINES, Reply, match_confirmation
+
+_YES = re.compile(r"^\W*(yes|yeah|yep|sure|ok|okay|correct|please do|go ahead|that's right|confirm)\b", re.IGNORECASE)
+_NO = re.compile(r"\b(no|not|don't|wrong|isn't)\b", re.IGNORECASE)
+
+
+def build_engine(name: str, model: str, options: dict[str, Any]) -> Any:
+    """Engine plugin *name* from the registry, loaded with *model*."""
+    from agentgym_core.plugins import get_plugin_manager
+
+    cls = get_plugin_manager().registry("engines").get(name).load()
+    return cls(model, **options)
+
+
+def system_prompt(goal: Goal, role: str) -> str:
+    """The user's brief: who it is, what it wants in order, what it may say only when asked."""
+    lines = [f"You are {goal.name}, a {role.lower()} ({goal.tone}) chatting with a support agent. Stay in character.",
+             "Identity details, only when asked: " + " ".join(s.answer for s in goal.identity)
+             + (" " + " ".join(goal.unknown.values()) if goal.unknown else "")]
+    for n, request in enumerate(goal.requests, 1):
+        details = " ".join(s.answer for s in request.slots)
+        wants = "; ".join(c.summary for c in request.changes)
+        lines.append(f"Request {n} (raise it only after the previous one is handled): {request.openings[0]} "
+                     f"Details, only when asked: {details or 'none'}." + (f" The change you want: {wants}." if wants else ""))
+    lines.append("Say yes only when the agent describes exactly the change you want and asks you to confirm; otherwise "
+                 "say no and correct it. When you do not understand the agent, say so. Write one or two short sentences "
+                 "as the user, nothing else.")
+    return "\n".join(lines)
+
+
+class ModelUser:
+    """A user whose lines a model writes (the interface of :class:`~.user.RuleUser`)."""
+
+    def __init__(self, goal: Goal, lexicon: Lexicon, rng: random.Random, engine: Any, *, role: str = "User",
+                 temperature: float = 0.0, max_tokens: int = 60) -> None:
+        self.goal, self.lexicon, self.rng, self.engine = goal, lexicon, rng, engine
+        self.temperature, self.max_tokens = temperature, max_tokens
+        self.messages = [{"role": "system", "content": system_prompt(goal, role)},
+                         {"role": "user", "content": "(The support chat opens. Write your first message.)"}]
+
+    def _say(self) -> str:
+        from agentgym_core.engine import GenerationRequest, SamplingParams
+
+        tokenizer = self.engine.tokenizer
+        prompt = tokenizer.apply_chat_template(self.messages, add_generation_prompt=True, tokenize=True)
+        if isinstance(prompt, dict) or hasattr(prompt, "input_ids"):
+            prompt = prompt["input_ids"]
+        params = SamplingParams(temperature=self.temperature, max_new_tokens=self.max_tokens,
+                                stop_strings=("\n",), seed=self.rng.randrange(2**31))
+        result = self.engine.generate([GenerationRequest(list(prompt), params)])[0]
+        lines = tokenizer.decode(result.token_ids, skip_special_tokens=True).strip().splitlines()
+        line = (lines[0] if lines else "").strip()[:400] or "Sorry, could you say that again?"
+        self.messages.append({"role": "assistant", "content": line})
+        return line
+
+    def first_line(self) -> str:
+        return self._say()
+
+    def reply(self, message: str, judge: Judge, refused: list[int]) -> Reply:
+        current = judge.current()
+        if current is None:
+            return Reply(self.rng.choice(LINES["closing"][0]))
+        self.messages.append({"role": "user", "content": message})
+        line = self._say()
+        said_yes = bool(_YES.search(line)) and not _NO.search(line)
+        found, _ = match_confirmation(message, judge, self.lexicon, current) if said_yes else (None, None)
+        return Reply(line, confirms=found)

@@ -1,0 +1,105 @@
+"""Reading what the agent said: statements of amounts, tokens and states, refusals, confirmation requests.
+
+Everything here is linear in the text (literal alternations, no nested quantifiers), and
+errs towards *not* counting: a reply that lists many amounts states none of them; a state
+named under a negation ("it has not shipped yet") is not stated; a reply naming two states
+states neither.
+"""
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Mapping
+
+#: A reply naming more than this many amounts (or tokens of one kind) states none of them.
+MAX_STATED = 3
+
+#: Money: ``$12``, ``$1,250.00``, or a number with cents (``12.50``); bare integers are ids, not amounts.
+_AMOUNT = re.compile(r"\$\s?(\d{1,7}(?:,\d{3})*(?:\.\d{1,2})?)(?!\d)|(?<![\w.$])(\d{1,7}(?:,\d{3})*\.\d{2})(?![\d.])")
+_QUESTION = re.compile(r"\b(could you|can you|would you|please (?:give|tell|provide|share|send|confirm|let)|let me know|"
+                       r"i need|i'll need|i will need|may i have|what is|what's|which)\b")
+_NEGATORS = frozenset({"not", "never", "no", "isn't", "hasn't", "wasn't", "hasnt", "isnt", "wasnt", "haven't",
+                       "hadn't", "didn't", "won't", "yet", "nor", "cannot", "can't", "neither"})
+_REFUSAL = re.compile(
+    r"\b(cannot|can ?not|can't|unable|not able|not allowed|not possible|not eligible|isn't possible|won't be able|"
+    r"will not be able|am afraid|i'm afraid|against (?:our|the) policy|(?:policy|rules?) (?:does not|doesn't|do not|"
+    r"don't) (?:allow|permit)|not permitted|unfortunately|no longer possible|i must decline|have to decline)\b")
+_CONFIRM = re.compile(
+    r"\b(confirm|shall i|should i|do you want me|would you like me|want me to|go ahead|proceed|is that (?:ok|okay|"
+    r"correct|right|fine|alright)|is this (?:ok|okay|correct|right|fine)|(?:ok|okay) to|can i go|may i|sound good|"
+    r"does that (?:work|sound)|are you sure|agree)\b")
+
+
+def normalize(text: str) -> str:
+    """Lower case, straight quotes, single spaces: what every check below reads."""
+    return " ".join(str(text).replace("\u2019", "'").replace("\u2018", "'").lower().split())
+
+
+def has(text: str, phrase: str) -> bool:
+    """Whether normalized *text* holds *phrase* as whole words."""
+    phrase = normalize(phrase)
+    start = text.find(phrase)
+    while start >= 0:
+        end = start + len(phrase)
+        if (start == 0 or not text[start - 1].isalnum()) and (end == len(text) or not text[end].isalnum()):
+            return True
+        start = text.find(phrase, start + 1)
+    return False
+
+
+def amounts(text: str) -> list[float]:
+    """Every number written like an amount (``$12.50``, ``12.50``, ``1,250``)."""
+    out = []
+    for dollars, cents in _AMOUNT.findall(text):
+        try:
+            out.append(float((dollars or cents).replace(",", "")))
+        except ValueError:
+            continue
+    return out
+
+
+def states_amount(text: str, value: float) -> bool:
+    """*text* states *value* (to the cent) and names at most :data:`MAX_STATED` distinct amounts."""
+    found = {round(a, 2) for a in amounts(normalize(text))}
+    return len(found) <= MAX_STATED and round(value, 2) in found
+
+
+def states_token(text: str, token: str, kind: re.Pattern | None = None) -> bool:
+    """*text* holds *token* (spaces and dashes ignored) and at most :data:`MAX_STATED` tokens of its *kind*."""
+    flat = re.sub(r"[\s-]", "", str(text)).lower()
+    if token.lower().replace(" ", "").replace("-", "") not in flat:
+        return False
+    return kind is None or len(set(kind.findall(str(text)))) <= MAX_STATED
+
+
+def affirmed(text: str, phrases: Iterable[str]) -> bool:
+    """Whether normalized *text* names one of *phrases* without a negation in the 3 words before it."""
+    for phrase in phrases:
+        phrase = normalize(phrase)
+        start = text.find(phrase)
+        while start >= 0:
+            end = start + len(phrase)
+            whole = (start == 0 or not text[start - 1].isalnum()) and (end == len(text) or not text[end].isalnum())
+            if whole and not (set(text[max(0, start - 40):start].split()[-3:]) & _NEGATORS):
+                return True
+            start = text.find(phrase, start + 1)
+    return False
+
+
+def states_choice(text: str, value: str, vocabulary: Mapping[str, Iterable[str]]) -> bool:
+    """*text* affirms *value* (one of its phrases, not negated) and affirms no other value of *vocabulary*."""
+    low = normalize(text)
+    named = {v for v, phrases in vocabulary.items() if affirmed(low, phrases)}
+    return named == {value}
+
+
+def is_refusal(text: str) -> bool:
+    return bool(_REFUSAL.search(normalize(text)))
+
+
+def is_question(text: str) -> bool:
+    """A question or a request for information (a statement such as "refunded to your card" is neither)."""
+    return "?" in text or bool(_QUESTION.search(normalize(text)))
+
+
+def asks_confirmation(text: str) -> bool:
+    return bool(_CONFIRM.search(normalize(text)))

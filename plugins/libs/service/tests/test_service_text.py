@@ -1,0 +1,69 @@
+"""What counts as stating an answer, a refusal, a confirmation request; the typed database."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import pytest
+
+from agentgym_service import text
+from agentgym_service.db import Database, Table
+
+STATUS = {"pending": ("pending", "not shipped yet", "has not shipped"), "shipped": ("shipped", "on its way"),
+          "delivered": ("delivered",), "cancelled": ("cancelled", "canceled")}
+
+
+@pytest.mark.parametrize("reply, value, told", [
+    ("Your refund is $54.20.", 54.2, True), ("You get 54.20 back", 54.2, True), ("Refund: $1,054.20", 1054.2, True),
+    ("Item 742403 for 853855 (size 11): $54.20 back to credit_card_8257", 54.2, True),
+    ("$54.21", 54.2, False), (" ".join(f"${a}.20" for a in range(0, 400)), 54.2, False),
+    ("$10.00, $20.00, $54.20 or $30.00", 54.2, False), ("$10.00, $20.00 or $54.20", 54.2, True),
+])
+def test_amounts_are_stated_only_alone_or_among_few(reply, value, told):
+    assert text.states_amount(reply, value) is told
+
+
+@pytest.mark.parametrize("reply, value, told", [
+    ("It is still pending; it has not shipped yet.", "pending", True),
+    ("Your order has shipped and is on its way.", "shipped", True),
+    ("It hasn't been delivered, it's on its way.", "shipped", True),
+    ("It is not cancelled.", "cancelled", False),
+    ("It is pending, shipped, delivered or cancelled.", "pending", False),
+    ("It was canceled.", "cancelled", True),
+])
+def test_a_state_counts_when_affirmed_and_alone(reply, value, told):
+    assert text.states_choice(reply, value, STATUS) is told
+
+
+def test_tokens_refusals_questions_confirmations():
+    assert text.states_token("tracking 572-990-5971", "5729905971")
+    import re
+    many = " ".join(str(1000000000 + i) for i in range(5))
+    assert not text.states_token(many, "1000000001", re.compile(r"\b\d{10}\b"))
+    assert text.is_refusal("I'm afraid I can't do that") and not text.is_refusal("Done, it is cancelled.")
+    assert text.is_question("Could you give me your email") and not text.is_question("Refunded to your card.")
+    assert text.asks_confirmation("Shall I proceed?") and not text.asks_confirmation("Your order has shipped.")
+
+
+@dataclass
+class Row:
+    key: str
+    count: int
+    tags: list[str]
+    note: str | None = None
+
+
+def test_typed_database_checks_compares_and_diffs():
+    db = Database(rows=Table(Row, "key"))
+    db.rows.add(Row("a", 1, ["x"]))
+    with pytest.raises(TypeError, match="count"):
+        db.rows.add(Row("b", "1", []))
+    with pytest.raises(TypeError, match="tags"):
+        db.rows.add(Row("c", 1, [2]))
+    with pytest.raises(KeyError):
+        db.rows.add(Row("a", 2, []))
+    other = db.copy()
+    assert other == db
+    other.rows["a"].count = 2
+    assert other != db and db.diff(other) == ["rows/a.count"]
+    with pytest.raises(AttributeError, match="tables: rows"):
+        _ = db.orders
