@@ -11,8 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from agentgym_core.errors import ConfigError
-from agentgym_service.env import ServiceConfig, ServiceEnv, Task, instruction
+from agentgym_service.env import ServiceConfig, ServiceEnv, Task, instruction, resolve_intents
 
 from .catalog import catalog
 from .desk import StoreDesk
@@ -38,19 +37,7 @@ class ECommerceConfig(ServiceConfig):
 
     def __post_init__(self) -> None:
         super().__post_init__()
-        resolve_intents(self.intents)
-
-
-def resolve_intents(intents: Any) -> tuple[str, ...]:
-    """The intents named by *intents* (``all``, a list, or a comma-separated string), checked."""
-    if intents is None or intents == "all":
-        return INTENTS
-    names = [n.strip() for n in intents.split(",")] if isinstance(intents, str) else [str(n).strip() for n in intents]
-    unknown = [n for n in names if n not in INTENTS]
-    if unknown or not names:
-        raise ConfigError(f"env.intents: unknown intent {unknown[0] if unknown else '(none given)'!r}; "
-                          f"choose from all, {', '.join(INTENTS)}")
-    return tuple(dict.fromkeys(names))
+        resolve_intents(self.intents, INTENTS)
 
 
 class ECommerceServiceEnv(ServiceEnv):
@@ -66,7 +53,7 @@ class ECommerceServiceEnv(ServiceEnv):
 
     def __init__(self, **options: Any) -> None:
         super().__init__(**options)
-        self.intents = resolve_intents(self.config.intents)
+        self.intents = resolve_intents(self.config.intents, INTENTS)
 
     def category(self, task_id: int) -> str:
         return self.intents[task_id % len(self.intents)]

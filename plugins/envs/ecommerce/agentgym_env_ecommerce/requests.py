@@ -9,12 +9,12 @@ import random
 from dataclasses import dataclass, field
 
 from agentgym_service.goal import Change, Mention, Output, Request, Slot
+from agentgym_service.wording import Words
 
 from .catalog import Catalog, Variant
 from .desk import address_key
 from .policy import CANCEL_REASONS
 from .records import Customer, Order
-from .wording import Words
 from .world import RETURN_DAYS, IdPool, make_order, new_address, pick_items
 
 #: Requests the policy allows, by the write they need (or none, for questions).

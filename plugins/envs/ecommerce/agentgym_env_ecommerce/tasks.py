@@ -13,13 +13,14 @@ import random
 
 from agentgym_service.env import Task
 from agentgym_service.goal import Goal, Slot
+from agentgym_service.wording import Words
 
 from .catalog import catalog
 from .desk import StoreDesk
 from .forbidden import FORBIDDEN
 from .records import new_database
 from .requests import ALLOWED, BUILDERS, WRITES, Ctx
-from .wording import Words
+from .wording import WORDS
 from .world import IdPool, background_orders, make_customer
 
 INTENTS = ALLOWED + ("forbidden",)
@@ -50,7 +51,7 @@ def make_task(task_id: int, seed: int, wording: str, intents: tuple[str, ...]) -
         while other.zip == customer.zip:  # name and zip identify one customer
             other = make_customer(rng, ids, name=(first, last))
         others.append(other)
-    words = Words(rng, wording)
+    words = Words(WORDS, rng, wording)
     c = Ctx(rng, ids, cat, customer, words)
     orders = [o for person in [customer, *others] for o in background_orders(rng, ids, cat, person, rng.randint(1, 2))]
     requests = []

@@ -2,8 +2,6 @@
 the OOD split only from the second (wordings never seen in training)."""
 from __future__ import annotations
 
-import random
-
 WORDS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
     "open_status": (("I'd like to know the status of my order.", "Where is my order? What's its status?",
                      "Has my order shipped yet?"),
@@ -64,15 +62,3 @@ WORDS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
     "q_stock": (("Is it in stock?",), ("Do you have it available?",)),
 }
 
-
-class Words:
-    """Draws a customer's lines from one pool (``iid`` or ``ood``) with the task's generator."""
-
-    def __init__(self, rng: random.Random, wording: str) -> None:
-        self.rng, self.pool = rng, 1 if wording == "ood" else 0
-
-    def __call__(self, key: str, **fields: object) -> str:
-        return self.rng.choice(WORDS[key][self.pool]).format(**fields)
-
-    def all(self, key: str) -> tuple[str, ...]:
-        return WORDS[key][self.pool]

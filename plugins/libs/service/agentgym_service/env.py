@@ -87,6 +87,18 @@ class Task:
     world: Any = None
 
 
+def resolve_intents(intents: Any, known: tuple[str, ...]) -> tuple[str, ...]:
+    """The categories named by the ``intents`` option (``all``, a list, or a comma-separated string), checked."""
+    if intents is None or intents == "all":
+        return known
+    names = [n.strip() for n in intents.split(",")] if isinstance(intents, str) else [str(n).strip() for n in intents]
+    unknown = [n for n in names if n not in known]
+    if unknown or not names:
+        raise ConfigError(f"env.intents: unknown intent {unknown[0] if unknown else '(none given)'!r}; "
+                          f"choose from all, {', '.join(known)}")
+    return tuple(dict.fromkeys(names))
+
+
 def instruction(intro: str, tools: ToolSet, policy: str) -> str:
     """The agent's instruction: the role, the action format, the tools and the policy."""
     read = tools.of_kind("read")[0]

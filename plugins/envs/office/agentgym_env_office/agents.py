@@ -1,0 +1,248 @@
+"""The office expert: a scripted agent that serves every colleague by the policy from the observations.
+
+Per request it asks for everything it needs at once, authenticates, reads notes, mail,
+calendars and availability, works out the owners, deadlines and the earliest free slot,
+describes each change and asks for a yes, makes it and tells the time; or refuses with the
+reason. ``MisdescribingExpert`` confirms something else and acts anyway (it must score 0).
+"""
+from __future__ import annotations
+
+import datetime as dt
+import json
+import re
+from typing import Any
+
+from .domain import DAY_END, DAY_START, clock, minutes
+
+_KINDS = (("privacy", r"colleague's mailbox|someone else received"), ("items", r"action items|to-dos"),
+          ("move", r"email|inbox|emailed"), ("time", r"what time|when a meeting|when a certain meeting|starts|begins"),
+          ("schedule", r"meeting|time with"))
+_ASK = {"items": "which meeting it was", "schedule": "who should attend, which day, how long it should be, and its title",
+        "move": "whose email it is", "time": "which meeting you mean", "privacy": "whose mailbox and which email you mean"}
+_WEEKDAYS = ("monday", "tuesday", "wednesday", "thursday", "friday")
+
+
+def call(tool: str, **args: Any) -> str:
+    return f"{tool}({', '.join(f'{k}={json.dumps(v)}' for k, v in args.items())})"
+
+
+def respond(message: str) -> str:
+    return call("respond", message=message)
+
+
+def due_date(phrase: str, meeting_day: dt.date) -> dt.date:
+    """Policy rule 3: the date a deadline phrase means for a meeting held on *meeting_day*."""
+    low = phrase.lower()
+    if low == "tomorrow":
+        return meeting_day + dt.timedelta(days=1)
+    if low == "end of next week":
+        return meeting_day + dt.timedelta(days=11 - meeting_day.weekday())
+    if low in _WEEKDAYS:
+        return meeting_day + dt.timedelta(days=(_WEEKDAYS.index(low) - meeting_day.weekday()) % 7 or 7)
+    day = dt.datetime.strptime(f"{phrase} {meeting_day.year}", "%B %d %Y").date()
+    return day if day >= meeting_day else day.replace(year=day.year + 1)
+
+
+class ExpertAgent:
+    def __init__(self) -> None:
+        self.identity: str | None = None
+        self.said_all = ""
+        self._new_request()
+
+    def _new_request(self) -> None:
+        self.kind: str | None = None
+        self.said = ""
+        self.asked = self.asked_confirm = self.confirmed = self.finished = False
+        self.seen: dict[str, Any] = {}   # last answer of each read tool
+        self.avail: dict[tuple[str, str], dict] = {}
+        self.people: dict[str, str] = {}  # first name -> id
+        self.plan: list[tuple[str, dict, str]] = []  # writes left: (tool, args, summary)
+        self.done: list[str] = []
+        self.tell = ""
+
+    def __call__(self, obs: str) -> str:
+        self._read(obs)
+        if self.kind is None:
+            return respond("How can I help you today?")
+        if not self.asked:
+            self.asked = True
+            wants = ([] if self.identity else ["your work email"]) + [_ASK[self.kind]]
+            return respond("Sure. Could you tell me " + ", and ".join(wants) + "?")
+        if self.identity is None:
+            email = re.search(r"[\w.+-]+@[\w-]+(?:\.[\w-]+)+", self.said_all)
+            return call("identify", email=email.group(0).rstrip(".")) if email else respond("What is your work email?")
+        if self.kind == "privacy":
+            return self._refuse("another person's mailbox is private")
+        action = getattr(self, f"_{self.kind}")()
+        if action is not None:
+            return action
+        return self._next_write()
+
+    # -- reading ------------------------------------------------------------------------------
+    def _read(self, obs: str) -> None:
+        if obs.startswith("Colleague:"):
+            text = obs[len("Colleague:"):].strip()
+            if self.finished:
+                self._new_request()
+            if self.kind is None:
+                self.kind = next((k for k, p in _KINDS if re.search(p, text, re.IGNORECASE)), None)
+            self.said += " " + text
+            self.said_all += " " + text
+            if self.asked_confirm and re.match(r"(Yes|Correct|That's exactly it)", text):
+                self.confirmed = True
+            self.asked_confirm = False
+            return
+        if m := re.match(r"Identified .* \((p\d\d)\)\.", obs):
+            self.identity = m.group(1)
+            return
+        if re.match(r"(Action item|Booked|Moved) ", obs):
+            self.done.append(self.plan.pop(0)[2])
+            self.confirmed = False
+            return
+        try:
+            data = json.loads(obs)
+        except ValueError:
+            return
+        if isinstance(data, dict) and "busy" in data:
+            self.avail[(data["person_id"], data["date"])] = data
+        elif isinstance(data, list) and data and "person_id" in data[0]:
+            for p in data:
+                self.people[p["name"].split()[0]] = p["person_id"]
+        elif isinstance(data, list):
+            self.seen["list"] = data
+        else:
+            self.seen[next(k for k in ("notes", "body", "events") if k in data) if any(
+                k in data for k in ("notes", "body", "events")) else "other"] = data
+
+    # -- acting -------------------------------------------------------------------------------
+    def _refuse(self, why: str) -> str:
+        self.finished = True
+        return respond(f"I'm sorry, but I cannot do that: {why}.")
+
+    def _next_write(self) -> str:
+        if not self.plan:
+            self.finished = True
+            return respond("All done: " + "; ".join(self.done) + (f". {self.tell}" if self.tell else "."))
+        tool, args, summary = self.plan[0]
+        if not self.confirmed:
+            self.asked_confirm = True
+            return respond(self.confirmation(summary))
+        return call(tool, **args)
+
+    def confirmation(self, summary: str) -> str:
+        return f"I will {summary}. Do you confirm?"
+
+    def _free(self, pid: str, day: str, start: int, length: int) -> bool:
+        a = self.avail[(pid, day)]
+        return not a["out_of_office"] and all(not (minutes(x) < start + length and start < minutes(y))
+                                              for x, y in a["busy"])
+
+    def _items(self) -> str | None:
+        if self.plan or self.done:
+            return None
+        if "list" not in self.seen:
+            return call("list_meetings")
+        if "notes" not in self.seen:
+            title = re.search(r"(?:The|It's the) (.+?)(?: meeting)?\.", self.said.replace("one called ", ""))
+            meeting = next((m for m in self.seen["list"] if title and m["title"] == title.group(1)), None)
+            return call("get_notes", meeting_id=meeting["meeting_id"]) if meeting else respond("Which meeting was it?")
+        notes = self.seen["notes"]
+        names = {a["name"].split()[0]: a["person_id"] for a in notes["attendees"]}
+        full = {a["person_id"]: a["name"] for a in notes["attendees"]}
+        day = dt.date.fromisoformat(notes["date"])
+        items = [(m.group(2), names[m.group(1)], due_date(m.group(3), day).isoformat()) for line in notes["notes"]
+                 if (m := re.match(r"Action: (\w+) to (.+) by (.+)\.$", line))]
+        for _, owner, due in items:
+            if (owner, due) not in self.avail:
+                return call("get_availability", person_id=owner, date=due)
+        for work, owner, due in items:
+            if self.avail[(owner, due)]["out_of_office"]:
+                owner = notes["organizer"]
+            self.plan.append(("add_action_item", {"meeting_id": notes["meeting_id"], "title": work,
+                                                  "owner_id": owner, "due_date": due},
+                              f"add the action item '{work}' for {full[owner]} ({owner}), due {due}"))
+        return None
+
+    def _schedule(self) -> str | None:
+        if self.plan or self.done:
+            return None
+        names = re.findall(r"[A-Z][a-z]+", re.search(r"(?:With|like|Invite) (.+?)(?: there)?\.", self.said).group(1))
+        day = re.search(r"\d{4}-\d{2}-\d{2}", self.said).group(0)
+        length = int(re.search(r"(\d+) minutes", self.said).group(1))
+        title = re.search(r"(?:Call it|title is|Name it) (.+?)\.(?:\s|$)", self.said).group(1)
+        for name in names:
+            if name not in self.people:
+                return call("find_person", name=name)
+        ids = [self.people[n] for n in names]
+        for pid in [self.identity, *ids]:
+            if (pid, day) not in self.avail:
+                return call("get_availability", person_id=pid, date=day)
+        away = [self.avail[(p, day)]["name"] for p in ids if self.avail[(p, day)]["out_of_office"]]
+        if away:
+            return self._refuse(f"{away[0]} is out of office on {day}")
+        start = next((t for t in range(DAY_START, DAY_END - length + 1, 30)
+                      if all(self._free(p, day, t, length) for p in [self.identity, *ids])), None)
+        if start is None:
+            return self._refuse(f"there is no time on {day} when everyone is free")
+        hhmm = clock(start)
+        self.tell = f"The meeting starts at {hhmm}."
+        who = " and ".join(f"{n} ({p})" for n, p in zip(names, ids))
+        self.plan.append(("schedule_meeting", {"title": title, "attendee_ids": ids, "date": day, "start_time": hhmm,
+                                               "minutes": length},
+                          f"book '{title}' with {who} on {day} at {hhmm} for {length} minutes"))
+        return None
+
+    def _move(self) -> str | None:
+        if self.plan or self.done:
+            return None
+        if "list" not in self.seen:
+            return call("list_mail")
+        if "body" not in self.seen:
+            sender = re.search(r"(?:from|It's|^\s*) ?([A-Z][a-z]+)(?:'s email| wrote it)?\.", self.said)
+            names = {m["from"].split()[0]: m["mail_id"] for m in self.seen["list"] if m["subject"].startswith("Moving")}
+            who = next((n for n in names if re.search(rf"\b{n}\b", self.said)), None)
+            return call("read_mail", mail_id=names[who]) if who else respond(f"Whose email? {sender}")
+        m = re.search(r"move (.+) on (\d{4}-\d{2}-\d{2}) at (\d{2}:\d{2}) to (\d{4}-\d{2}-\d{2}) at (\d{2}:\d{2})",
+                      self.seen["body"]["body"])
+        title, old, was, day, hhmm = m.groups()
+        cal = self.seen.get("events")
+        if cal is None or cal["date"] != old:
+            return call("get_calendar", date=old)
+        event = next(e for e in cal["events"] if e["title"] == title and e["start"] == was)
+        people = sorted(set(event["attendees"]) | {event["organizer"]})
+        for pid in people:
+            if (pid, day) not in self.avail:
+                return call("get_availability", person_id=pid, date=day)
+        blocked = [self.avail[(p, day)]["name"] for p in people if not self._free(p, day, minutes(hhmm), event["minutes"])]
+        if blocked:
+            return self._refuse(f"{blocked[0]} is not free on {day} at {hhmm}")
+        self.plan.append(("move_meeting", {"event_id": event["event_id"], "date": day, "start_time": hhmm},
+                          f"move {event['title']} ({event['event_id']}) to {day} at {hhmm}"))
+        return None
+
+    def _time(self) -> str:
+        m = re.search(r"(?:The|It's) ([\w :&'-]+?),? on (\d{4}-\d{2}-\d{2})\.", self.said)
+        cal = self.seen.get("events")
+        if cal is None:
+            return call("get_calendar", date=m.group(2))
+        event = next(e for e in cal["events"] if e["title"] == m.group(1))
+        self.finished = True
+        return respond(f"{event['title']} on {cal['date']} starts at {event['start']}.")
+
+
+class MisdescribingExpert(ExpertAgent):
+    """Confirms a change it does not describe (an extra action, a blanket question, another person or
+    time) and acts whatever the answer: must never succeed."""
+
+    def __init__(self, task_id: int = 0) -> None:
+        super().__init__()
+        self.way = task_id % 3
+
+    def confirmation(self, summary: str) -> str:
+        self.confirmed = True
+        if self.way == 0:
+            return f"I will {summary}, and delete your other meetings that day. Do you confirm?"
+        if self.way == 1:
+            return "May I go ahead with the change?"
+        other = re.sub(r"p0\d", "p09", summary)
+        return f"I will {other if other != summary else summary + ' at 18:00'}. Do you confirm?"

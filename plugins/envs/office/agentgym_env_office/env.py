@@ -1,0 +1,64 @@
+"""``OfficeEnv``: an office assistant on the service-env kit (seed 003's smart office).
+
+A colleague asks for help, one request at a time: turn a meeting's notes into action items
+with owners and deadlines, book a meeting in the earliest slot everyone is free, handle an
+email asking to move a meeting, tell when a meeting starts; some requests the policy forbids
+(booking someone out of office, moving into a conflict, opening another person's mailbox).
+Reward 1 when every request is resolved and the calendar, items and notes equal the goal.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from agentgym_service.env import ServiceConfig, ServiceEnv, Task, instruction, resolve_intents
+
+from .domain import LEXICON, POLICY, TOOLS, OfficeDesk
+from .tasks import INTENTS, make_task
+
+INTRO = ("You are an office assistant helping a colleague with their calendar, meeting notes and mail. Find out what "
+         "they need, use the tools and follow the policy.")
+
+
+@dataclass
+class OfficeConfig(ServiceConfig):
+    """Options of the ``office`` env (the kit's, and ``intents``)."""
+
+    max_turns: int = 50
+    #: Task categories (the first request's kind): ``all`` or a list / comma-separated string of
+    #: action_items, schedule, reschedule, event_time, forbidden.
+    intents: Any = "all"
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        resolve_intents(self.intents, INTENTS)
+
+
+class OfficeEnv(ServiceEnv):
+    """Meeting notes and mail in; action items, booked and moved meetings out."""
+
+    name = "office"
+    speaker = "Colleague"
+    tools = TOOLS
+    lexicon = LEXICON
+    policy = POLICY
+    instruction = instruction(INTRO, TOOLS, POLICY)
+    Config = OfficeConfig
+
+    def __init__(self, **options: Any) -> None:
+        super().__init__(**options)
+        self.intents = resolve_intents(self.config.intents, INTENTS)
+
+    def category(self, task_id: int) -> str:
+        return self.intents[task_id % len(self.intents)]
+
+    def describe(self) -> dict[str, Any]:
+        info = super().describe()
+        info.update(intents=list(self.intents), task_ids="category = intents[task_id % len(intents)]")
+        return info
+
+    def make_task(self, task_id: int, seed: int, wording: str) -> Task:
+        return make_task(task_id, seed, wording, self.intents)
+
+    def desk(self, task: Task, db: Any) -> OfficeDesk:
+        return OfficeDesk(db)
