@@ -36,6 +36,8 @@ KNOWN_PROVIDERS = {
         "webnav": "agentgym-env-webnav",
         "codefix": "agentgym-env-codefix",
         "ecommerce": "agentgym-env-ecommerce",
+        "office": "agentgym-env-office",
+        "projects": "agentgym-env-projects",
     },
     "engines": {"hf": "agentgym-engine-hf", "vllm": "agentgym-engine-vllm"},
     "trainers": {"rl": "agentgym-trainer-rl"},

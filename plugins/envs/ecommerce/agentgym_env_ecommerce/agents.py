@@ -13,6 +13,8 @@ import json
 import re
 from typing import Any
 
+from agentgym_service.expert import ScriptedExpert, call, respond
+
 from .world import RETURN_DAYS
 
 _KINDS = (("status", r"status|where is my order|shipped yet|any news|how far along|where it stands"),
@@ -37,29 +39,19 @@ _ASK = {"cancel": "the reason for cancelling",
         "profile": "your new address", "search": "which product and which options you are interested in"}
 
 
-def call(tool: str, **args: Any) -> str:
-    """``tool(key="value", ...)`` as the agent writes it (lists as JSON)."""
-    return f"{tool}({', '.join(f'{k}={json.dumps(v)}' for k, v in args.items())})"
+class ExpertAgent(ScriptedExpert):
+    speaker, kinds = "Customer", _KINDS
 
-
-def respond(message: str) -> str:
-    return call("respond", message=message)
-
-
-class ExpertAgent:
     def __init__(self) -> None:
-        self.identity: str | None = None
         self.profile: dict[str, Any] | None = None
-        self.said_all = ""
-        self._new_request()
+        super().__init__()
 
-    def _new_request(self) -> None:
-        self.kind: str | None = None
-        self.said = ""
+    def new_request(self) -> None:
+        super().new_request()
         self.order: dict[str, Any] | None = None
         self.products: dict[str, dict[str, Any]] = {}
         self.found: list[dict[str, Any]] | None = None
-        self.asked = self.asked_confirm = self.confirmed = self.done = self.finished = False
+        self.done = False
         self.summary = ""
 
     def __call__(self, obs: str) -> str:
@@ -70,11 +62,9 @@ class ExpertAgent:
         if self.kind is None:
             return respond("How can I help you today?")
         if not self.asked:
-            self.asked = True
             wants = [] if self.identity else ["your email (or your name and zip code)"]
             wants += [] if self.kind in ("profile", "search") else ["the order id"]
-            wants += [_ASK[self.kind]] if self.kind in _ASK else []
-            return respond("Sure, I can help with that. Could you give me " + ", ".join(wants) + "?")
+            return self.ask_once(wants + ([_ASK[self.kind]] if self.kind in _ASK else []))
         if self.identity is None:
             email, name, zip_code = _EMAIL.search(self.said_all), _NAME.search(self.said_all), _ZIP.search(self.said_all)
             if email:
@@ -93,17 +83,7 @@ class ExpertAgent:
 
     # -- reading ------------------------------------------------------------------------------
     def _read(self, obs: str) -> None:
-        if obs.startswith("Customer:"):
-            text = obs[len("Customer:"):].strip()
-            if self.finished:
-                self._new_request()
-            if self.kind is None:
-                self.kind = next((k for k, pattern in _KINDS if re.search(pattern, text, re.IGNORECASE)), None)
-            self.said += " " + text
-            self.said_all += " " + text
-            if self.asked_confirm and re.match(r"(Yes|Correct|That's exactly it)", text):
-                self.confirmed = True
-            self.asked_confirm = False
+        if self.hear(obs):
             return
         if m := re.match(r"Found customer (\S+)\.", obs):
             self.identity = m.group(1)
@@ -125,10 +105,6 @@ class ExpertAgent:
             self.products[data["product_id"]] = data
 
     # -- deciding -----------------------------------------------------------------------------
-    def _refuse(self, why: str) -> str:
-        self.finished = True
-        return respond(f"I'm sorry, but I cannot do that: {why}.")
-
     def _plan_and_confirm(self, plan: Any) -> str:
         if isinstance(plan, str):
             return plan
@@ -154,7 +130,7 @@ class ExpertAgent:
         for word, kind in (("gift card", "gift_card"), ("paypal", "paypal")):
             if word in said:
                 found = [m["id"] for m in self._methods() if m["kind"] == kind]
-                return (found[0], None) if found else (None, self._refuse(f"you have no {word} on your account"))
+                return (found[0], None) if found else (None, self.refuse(f"you have no {word} on your account"))
         last4 = re.search(r"ending in (\d{4})", said)
         if last4:
             return f"credit_card_{last4.group(1)}", None
@@ -171,9 +147,9 @@ class ExpertAgent:
                      "cancelled": "was cancelled"}
             return respond(f"Your order {oid} {words.get(status, 'is ' + status)}.")
         if kind in ("cancel", "address", "items", "payment") and status != "pending":
-            return self._refuse(f"order {oid} is {status}, and only pending orders can be changed")
+            return self.refuse(f"order {oid} is {status}, and only pending orders can be changed")
         if kind in ("return", "exchange") and (status != "delivered" or order.get("delivered_days_ago", 0) > RETURN_DAYS):
-            return self._refuse(f"order {oid} was not delivered within the last {RETURN_DAYS} days")
+            return self.refuse(f"order {oid} was not delivered within the last {RETURN_DAYS} days")
         return self._plan_and_confirm(self._plan())
 
     def _plan(self) -> Any:
@@ -199,7 +175,7 @@ class ExpertAgent:
         if not items:
             return respond("Which items is it about?")
         if kind in ("return", "exchange") and any(i["final_sale"] for i in items):
-            return self._refuse("final-sale items cannot be returned or exchanged")
+            return self.refuse("final-sale items cannot be returned or exchanged")
         new = None
         if kind != "return":
             new = self._new_variant(items[0])
@@ -210,7 +186,7 @@ class ExpertAgent:
             return action
         if kind == "return":
             if method != order["payment_method_id"] and not method.startswith("gift_card"):
-                return self._refuse("refunds go to the original payment method or a gift card")
+                return self.refuse("refunds go to the original payment method or a gift card")
             ids = sorted(i["id"] if "id" in i else i["item_id"] for i in items)
             amount = sum(i["price"] for i in items)
             names = " and ".join(i["name"] for i in items)
@@ -233,11 +209,11 @@ class ExpertAgent:
         asked = self.said.split(f"{item['name']} (", 1)[-1].split(")", 1)[-1]  # after the item's own options
         wanted = {axis: m[-1] for axis in item["options"] if (m := re.findall(rf"\b{axis} ([\w.]+?)(?=[\s,.?]|$)", asked))}
         if not wanted:
-            return self._refuse("an item can only be exchanged for another option of the same product")
+            return self.refuse("an item can only be exchanged for another option of the same product")
         options = {**item["options"], **wanted}
         new = next((v for v in self.products[pid]["variants"] if v["options"] == options), None)
         if new is None or not new["available"]:
-            return self._refuse("that option is out of stock")
+            return self.refuse("that option is out of stock")
         return new["item_id"], ", ".join(f"{a} {b}" for a, b in wanted.items()), new["price"]
 
     def _profile(self) -> Any:

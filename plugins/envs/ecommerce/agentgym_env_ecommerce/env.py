@@ -11,13 +11,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from agentgym_service.env import ServiceConfig, ServiceEnv, Task, instruction, resolve_intents
+from agentgym_service.env import ServiceConfig, ServiceEnv, Task, instruction
 
 from .catalog import catalog
 from .desk import StoreDesk
 from .lexicon import LEXICON
 from .policy import POLICY
-from .requests import FORBIDDEN_KINDS
 from .tasks import INTENTS, make_task
 from .tools import TOOLS
 
@@ -30,14 +29,6 @@ class ECommerceConfig(ServiceConfig):
     """Options of the ``ecommerce`` env (the ``env`` section of a run config)."""
 
     num_tasks: int = 1400
-    #: Task categories (the first request's kind): ``all`` or a list / comma-separated string of
-    #: order_status, cancel, return, exchange, change_address, change_items, change_payment,
-    #: change_profile, product_search, forbidden.
-    intents: Any = "all"
-
-    def __post_init__(self) -> None:
-        super().__post_init__()
-        resolve_intents(self.intents, INTENTS)
 
 
 class ECommerceServiceEnv(ServiceEnv):
@@ -49,20 +40,8 @@ class ECommerceServiceEnv(ServiceEnv):
     lexicon = LEXICON
     policy = POLICY
     instruction = instruction(INTRO, TOOLS, POLICY)
+    categories = INTENTS
     Config = ECommerceConfig
-
-    def __init__(self, **options: Any) -> None:
-        super().__init__(**options)
-        self.intents = resolve_intents(self.config.intents, INTENTS)
-
-    def category(self, task_id: int) -> str:
-        return self.intents[task_id % len(self.intents)]
-
-    def describe(self) -> dict[str, Any]:
-        info = super().describe()
-        info.update(intents=list(self.intents), forbidden_kinds=list(FORBIDDEN_KINDS),
-                    task_ids="category = intents[task_id % len(intents)]; test ids chosen by a hash of the id")
-        return info
 
     def make_task(self, task_id: int, seed: int, wording: str) -> Task:
         return make_task(task_id, seed, wording, self.intents)

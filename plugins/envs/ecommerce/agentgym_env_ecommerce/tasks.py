@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import random
 
-from agentgym_service.env import Task
+from agentgym_service.env import Task, goal_database
 from agentgym_service.goal import Goal, Slot
 from agentgym_service.wording import Words
 
@@ -64,11 +64,7 @@ def make_task(task_id: int, seed: int, wording: str, intents: tuple[str, ...]) -
     for order in orders + c.orders:
         db.orders.add(order)
     goal_db = db.copy()
-    desk = StoreDesk(goal_db, cat)
-    for request in requests:
-        if request.forbidden is None:
-            for change in request.changes:
-                desk.apply(change.tool, dict(change.args))
+    goal_database(goal_db, StoreDesk(goal_db, cat), requests)
     knows_email = rng.random() < 0.6
     identity = ((Slot("email", customer.email, words("email", email=customer.email)),) if knows_email else ()) + (
         Slot("name", customer.name, words("name", name=customer.name)),

@@ -123,11 +123,7 @@ def earliest(db: Database, people: list[str], date: str, length: int) -> int | N
 class OfficeDesk(Desk):
     # -- authentication and reads ----------------------------------------------------------------
     def identify(self, email: str) -> str:
-        found = [p for p in self.db.people if p.email == email.strip().lower()]
-        if not found:
-            raise ToolError(f"No one with email {email[:80]}. Ask them to check it.")
-        self.identity = found[0].person_id
-        return f"Identified {found[0].name} ({self.identity})."
+        return self.identify_by_email(self.db.people, email, "person_id")
 
     def find_person(self, name: str) -> str:
         words = [w for w in re.split(r"\W+", name.lower()) if w][:4]

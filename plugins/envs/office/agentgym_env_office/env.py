@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from agentgym_service.env import ServiceConfig, ServiceEnv, Task, instruction, resolve_intents
+from agentgym_service.env import ServiceConfig, ServiceEnv, Task, instruction
 
 from .domain import LEXICON, POLICY, TOOLS, OfficeDesk
 from .tasks import INTENTS, make_task
@@ -22,16 +22,9 @@ INTRO = ("You are an office assistant helping a colleague with their calendar, m
 
 @dataclass
 class OfficeConfig(ServiceConfig):
-    """Options of the ``office`` env (the kit's, and ``intents``)."""
+    """Options of the ``office`` env (the kit's ``ServiceConfig``, other defaults)."""
 
     max_turns: int = 50
-    #: Task categories (the first request's kind): ``all`` or a list / comma-separated string of
-    #: action_items, schedule, reschedule, event_time, forbidden.
-    intents: Any = "all"
-
-    def __post_init__(self) -> None:
-        super().__post_init__()
-        resolve_intents(self.intents, INTENTS)
 
 
 class OfficeEnv(ServiceEnv):
@@ -43,19 +36,8 @@ class OfficeEnv(ServiceEnv):
     lexicon = LEXICON
     policy = POLICY
     instruction = instruction(INTRO, TOOLS, POLICY)
+    categories = INTENTS
     Config = OfficeConfig
-
-    def __init__(self, **options: Any) -> None:
-        super().__init__(**options)
-        self.intents = resolve_intents(self.config.intents, INTENTS)
-
-    def category(self, task_id: int) -> str:
-        return self.intents[task_id % len(self.intents)]
-
-    def describe(self) -> dict[str, Any]:
-        info = super().describe()
-        info.update(intents=list(self.intents), task_ids="category = intents[task_id % len(intents)]")
-        return info
 
     def make_task(self, task_id: int, seed: int, wording: str) -> Task:
         return make_task(task_id, seed, wording, self.intents)

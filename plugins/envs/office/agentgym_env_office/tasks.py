@@ -9,7 +9,7 @@ import random
 from dataclasses import dataclass
 
 from agentgym_service.db import Database
-from agentgym_service.env import Task
+from agentgym_service.env import Task, goal_database
 from agentgym_service.goal import Change, Goal, Mention, Output, Request, Slot
 from agentgym_service.wording import Words
 
@@ -304,8 +304,7 @@ def make_task(task_id: int, seed: int, wording: str, intents: tuple[str, ...]) -
         requests.append(request)
         desk = OfficeDesk(c.goal)
         desk.identity = user
-        for change in (request.changes if request.forbidden is None else ()):
-            desk.apply(change.tool, dict(change.args))
+        goal_database(c.goal, desk, [request])  # later requests are built on the office as this one leaves it
     person = db.people[user]
     identity = (Slot("email", person.email, c.words("email", email=person.email)),)
     goal = Goal(person.name, identity, tuple(requests), {}, rng.choice(("polite", "terse", "chatty")), wording)

@@ -9,6 +9,7 @@ from agentgym_core.testing import check_env, play_over_http
 from agentgym_env_office.agents import ExpertAgent, MisdescribingExpert, call, respond
 from agentgym_env_office.env import OfficeEnv
 from agentgym_service.play import play
+from agentgym_service.play import run_until as until
 
 
 @pytest.fixture(scope="module")
@@ -18,13 +19,8 @@ def env():
 
 def run_until(env, task_id, stop):
     """The expert's steps until *stop(action)*; returns (agent, that action)."""
-    agent, obs = ExpertAgent(), env.reset(task_id=task_id)
-    while True:
-        action = agent(obs)
-        if stop(action):
-            return agent, action
-        obs, _, done, _ = env.step(action)
-        assert not done
+    agent = ExpertAgent()
+    return agent, until(env, task_id, agent, stop)
 
 
 def test_contract_and_splits():

@@ -49,6 +49,15 @@ class Desk:
             raise ToolError("Authenticate the user first (the identification tool), then look up their records.")
         return self.identity
 
+    def identify_by_email(self, records, email: str, key: str) -> str:
+        """An ``auth`` tool's work when people sign in by email: the one record of *records* with that
+        ``email`` becomes the identity (its field *key*)."""
+        found = [r for r in records if r.email == email.strip().lower()]
+        if not found:
+            raise ToolError(f"No one with email {email[:80]}. Ask them to check it.")
+        self.identity = getattr(found[0], key)
+        return f"Identified {found[0].name} ({self.identity})."
+
     def run(self, call: Call) -> str:
         return getattr(self, call.tool)(**call.args)
 

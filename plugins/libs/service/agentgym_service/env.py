@@ -59,6 +59,9 @@ class ServiceConfig:
     #: Put the task's hidden facts (request kinds, forbidden rules) into every step's info. For
     #: debugging only: an agent that reads info would learn what to refuse. Off by default.
     privileged_info: bool = False
+    #: Task categories (the first request's kind) to draw from: ``all``, a list or a comma-separated
+    #: string of the env's ``categories``; task k has category ``intents[k % len(intents)]``.
+    intents: Any = "all"
 
     def __post_init__(self) -> None:
         from agentgym_core.config_schema import check_range
@@ -74,6 +77,14 @@ class ServiceConfig:
             raise ConfigError(f"env.user must be rules or model, got {self.user!r}")
         if self.user == "model" and not self.user_model:
             raise ConfigError("env.user: model needs env.user_model (a model folder or alias, e.g. smollm2-135m-instruct)")
+
+
+def goal_database(db: Database, desk: Desk, requests: Any) -> Database:
+    """*db* with the wanted changes of the allowed *requests* applied in order by *desk* (acting on *db*)."""
+    for request in requests:
+        for change in (request.changes if request.forbidden is None else ()):
+            desk.apply(change.tool, dict(change.args))
+    return db
 
 
 @dataclass
@@ -121,10 +132,13 @@ class ServiceEnv(BaseEnv):
     speaker: ClassVar[str] = "User"
     #: The env's registered name (also keys its train/test hash, so a subclass keeps the same split).
     name: ClassVar[str] = "service"
+    #: The task categories the env has (what ``intents`` chooses from).
+    categories: ClassVar[tuple[str, ...]] = ("all",)
 
     def __init__(self, **options: Any) -> None:
         super().__init__()
         self.config = self.Config(**options)
+        self.intents = resolve_intents(self.config.intents, self.categories)
         self._splits: dict[str, list[int] | range] | None = None
         self._engine: Any = None
         self.task: Task | None = None
@@ -140,6 +154,9 @@ class ServiceEnv(BaseEnv):
         raise NotImplementedError
 
     # -- self-description ----------------------------------------------------------------------
+    def category(self, task_id: int) -> str:
+        return self.intents[task_id % len(self.intents)]
+
     def splits(self) -> dict[str, list[int] | range]:
         if self._splits is None:
             n = self.config.num_tasks
@@ -159,7 +176,8 @@ class ServiceEnv(BaseEnv):
     def describe(self) -> dict[str, Any]:
         info = super().describe()
         info.update(tools=self.tools.schemas(), policy=self.policy, user=self.config.user, seed=self.config.seed,
-                    ood="ids num_tasks.. : another world seed and user wordings unseen in train/test")
+                    intents=list(self.intents), task_ids="category = intents[task_id % len(intents)]; test ids chosen "
+                    "by a hash of the id; ood: ids num_tasks.., another world seed and user wordings unseen in train/test")
         return info
 
     # -- the episode ---------------------------------------------------------------------------

@@ -44,3 +44,16 @@ async def play_pool(pool: Any, task_ids: list[int], make_agent: Callable[[int], 
 
     await asyncio.gather(*(worker() for _ in range(min(concurrency, len(task_ids)))))
     return results
+
+
+def run_until(env: Any, task_id: int, agent: Callable[[str], str], stop: Callable[[str], bool]) -> str:
+    """Play *task_id* with *agent* up to (not including) the first action *stop* accepts; returns it.
+    For tests that take over an episode at a chosen moment (a confirmation, a write)."""
+    obs = env.reset(task_id=task_id)
+    while True:
+        action = agent(obs)
+        if stop(action):
+            return action
+        obs, _, done, _ = env.step(action)
+        if done:
+            raise AssertionError(f"task {task_id} ended before the awaited action: {obs[:200]}")

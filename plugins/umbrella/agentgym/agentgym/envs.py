@@ -23,6 +23,8 @@ BUNDLED = {
     "WebNavEnv": ("webnav", "webnav"),
     "CodeFixEnv": ("codefix", "codefix"),
     "ECommerceServiceEnv": ("ecommerce", "ecommerce"),
+    "OfficeEnv": ("office", "office"),
+    "ProjectsEnv": ("projects", "projects"),
 }
 
 
