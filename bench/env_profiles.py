@@ -64,6 +64,11 @@ PROFILES: dict[str, Profile] = {
     "ecommerce": Profile(actions=('respond("Could you give me your email and the order id?")',
                                   'get_product(product_id="P01")', 'respond("Let me check that for you.")',
                                   'get_product(product_id="P07")')),
+    "office": Profile(actions=('respond("Could you give me your work email?")', 'find_person(name="Ana")',
+                               'get_availability(person_id="p01", date="2024-05-13")', 'respond("Let me check that.")')),
+    "projects": Profile(actions=('respond("Could you give me your work email and the project id?")',
+                                 'find_people(skill="backend")', 'respond("Let me check that.")',
+                                 'find_people(skill="qa")')),
     "agentgym_env_toys:CounterEnv": Profile(actions=("inc", "dec"), warmup=0.0),
 }
 
