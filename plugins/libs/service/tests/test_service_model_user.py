@@ -49,3 +49,20 @@ def test_the_system_prompt_holds_the_hidden_goal():
     prompt = system_prompt(env.task.goal, "Member")
     assert "Request 2" in prompt and "renew Book 2 (L2)" in prompt and "Say yes only" in prompt
     assert callable(model_user.build_engine) and ModelUser
+
+
+TOOLS_TEMPLATE = ("{% if tools %}<tools>{% for t in tools %}{{ t['function']['name'] }}:"
+                  "{{ t['function']['parameters']['properties'] | list | join(',') }};{% endfor %}</tools>{% endif %}"
+                  "{% for m in messages %}<{{ m['role'] }}>{{ m['content'] }}{% endfor %}")
+
+
+def test_the_envs_tool_schemas_render_in_a_chat_template_that_takes_tools(tokenizer):
+    """``GET /info``'s ``tools`` are the shape ``apply_chat_template(tools=...)`` takes; a template with tool
+    support renders them, and a call the model writes in that shape is accepted as a JSON function call."""
+    env = LibraryEnv(num_tasks=20, ood_tasks=4)
+    text = tokenizer.apply_chat_template([{"role": "user", "content": "hi"}], tools=env.describe()["tools"],
+                                         chat_template=TOOLS_TEMPLATE, tokenize=False)
+    assert "<tools>respond:message;identify:card;get_loan:loan_id;renew_loan:loan_id;" in text
+    env.reset(task_id=0)
+    obs = env.step('<tool_call>{"name": "identify", "arguments": {"card": "C1"}}</tool_call>')[0]
+    assert obs == "Member C1 identified."
