@@ -30,7 +30,7 @@ from . import taskids
 from .base import BaseEnv
 from .openapi import openapi_schema
 from .wire import EXAMPLES, HTTPError, check_batch_op, check_step, describe_value, int_field, json_kind, json_response, \
-    key_field
+    key_field, valid_text
 
 log = logging.getLogger("agentgym.env.server")
 
@@ -308,6 +308,7 @@ class EnvServer:
         action = body.get("action")
         if not isinstance(action, str):
             raise HTTPError(422, f"'action' must be a string, got {describe_value(action)}")
+        action = valid_text(action)
         seq = None if body.get("seq") is None else int_field("seq", body.get("seq"), minimum=1)
         async with session.lock:
             if self.sessions.get(session.id) is not session:

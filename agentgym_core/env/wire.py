@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 from typing import Any
 
 from starlette.responses import Response
@@ -85,6 +86,17 @@ def check_batch_op(index: int, op: Any) -> None:
             int_field(f"{where}.{name}", op[name], minimum=minimum)
     if "action" in op and not isinstance(op["action"], str):
         raise HTTPError(422, f"{where}.action must be a string, got {describe_value(op['action'])}")
+
+
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def valid_text(text: str) -> str:
+    """*text* with unpaired UTF-16 surrogates (which JSON's ``\\ud800`` escapes allow but no encoder
+    takes) replaced by U+FFFD, so an env gets text it can encode; escaped pairs become their character."""
+    if not _SURROGATE.search(text):
+        return text
+    return text.encode("utf-16", "surrogatepass").decode("utf-16", "replace")
 
 
 def check_step(obs: Any, reward: Any, done: Any, info: Any) -> str | None:

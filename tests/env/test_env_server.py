@@ -243,3 +243,15 @@ def test_task_id_runs_merge_splits():
     assert [taskids.contains(runs, t) for t in (-1, 0, 3, 4, 10, 20, 21, 30, 31)] == [
         False, True, True, False, True, True, False, True, False]
     assert taskids.schema(runs)["anyOf"][1] == {"minimum": 10, "maximum": 20}
+
+
+def test_an_action_with_unpaired_surrogates_reaches_the_env_as_valid_text(manager):
+    """JSON may escape a lone UTF-16 surrogate; no encoder takes one (sciworld's JVM bridge raised on it, a 500).
+    The server hands the env the text with U+FFFD in its place."""
+    with serve(manager) as srv, httpx.Client(base_url=srv.url) as http:
+        sid = http.post("/create").json()["id"]
+        http.post("/reset", json={"id": sid, "data_idx": 1})
+        resp = http.post("/step", content=b'{"id": %d, "action": "\\ud800in\\udfffc \\ud83d\\ude00"}' % sid,
+                         headers={"content-type": "application/json"})
+        assert resp.status_code == 200
+        assert resp.json()["observation"] == "unknown action '\ufffdin\ufffdc \U0001f600'; use inc or dec"
