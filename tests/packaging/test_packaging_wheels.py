@@ -27,7 +27,7 @@ import pytest
 REPO = Path(__file__).resolve().parents[2]
 #: Distributions without an ``agentgym`` entry point (``agentgym plugins`` does not list them; core's
 #: own defaults are listed as its internal plugin).
-NOT_PLUGINS = {"agentgym", "agentgym-hf"}
+NOT_PLUGINS = {"agentgym", "agentgym-hf", "agentgym-service"}  # libraries: no entry point
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(1800)]  # the install alone took 11 min at a load of 17
 
@@ -197,7 +197,7 @@ def test_plugins_lists_every_distribution(fresh):
     assert {p["distribution"] for p in listed} == set(projects()) - NOT_PLUGINS
     assert all(p["version"] == "0.1.0" for p in listed), listed
     envs = _timed("agentgym list envs", fresh.agentgym, "list", "envs").stdout
-    assert {"babyai", "textcraft", "sciworld", "searchqa", "webnav", "codefix", "ecommerce"} <= set(
+    assert {"babyai", "textcraft", "sciworld", "searchqa", "webnav", "codefix", "ecommerce", "office", "projects"} <= set(
         line.split()[0] for line in envs.splitlines() if line.strip())
 
 
