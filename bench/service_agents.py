@@ -175,7 +175,7 @@ def health(env: str) -> list[dict]:
             times: list[float] = []
             stop = threading.Event()
 
-            def poll() -> None:
+            def poll(stop: threading.Event = stop, times: list[float] = times) -> None:
                 with httpx.Client(base_url=launcher.urls[0], timeout=60) as side:
                     while not stop.is_set():
                         t0 = time.perf_counter()
