@@ -113,7 +113,7 @@ def openapi_schema(env_name: str, version: str | None = None, data_idx: dict[str
                  "properties": {"ops": {"type": "array", "minItems": 1, "items": {
                      "type": "object", "required": ["op", "id"],
                      "properties": {"op": {"type": "string", "enum": ["step", "reset"]}, "id": _ID,
-                                    "action": {"type": "string"}, "data_idx": data_idx,
+                                    "action": {"type": "string"}, "data_idx": {"type": "integer", "minimum": 0},
                                     "seq": {"type": "integer", "minimum": 1, "nullable": True}}}}}},
                 {"type": "object", "required": ["results"], "properties": {"results": {"type": "array", "items": {
                     "type": "object", "required": ["status", "body"],

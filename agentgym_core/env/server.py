@@ -130,6 +130,7 @@ class EnvServer:
         self._info: dict[str, Any] | None = None
         self._tasks: dict[str, Any] | None = None
         self._runs: list[tuple[int, int]] | None = None
+        self._runs_building: asyncio.Future | None = None
         self.reaped = 0
         #: Sessions opened since the server started (load spread across servers shows in it).
         self.created = 0
@@ -278,7 +279,7 @@ class EnvServer:
         session = self._session(body.get("id"))
         task_id = int_field("data_idx", body.get("data_idx"), minimum=0)
         seed = None if body.get("seed") is None else int_field("seed", body.get("seed"))
-        runs = await self._task_runs()
+        runs = await self._task_runs(session.env)
         if not taskids.contains(runs, task_id):
             raise HTTPError(422, f"'data_idx' {task_id} is in no split of env {self.name!r}; its task ids are "
                                  f"{taskids.describe(runs)} (GET /tasks lists them)")
@@ -351,12 +352,11 @@ class EnvServer:
         if not isinstance(ops, list) or not ops:
             raise HTTPError(422, "'ops' must be a non-empty list like "
                                  '[{"op": "step", "id": 0, "action": "turn left", "seq": 3}, {"op": "reset", "id": 1, "data_idx": 7}]')
-        runs = await self._task_runs()  # known before the ops start: a reset then takes its session's lock in op order
         for index, op in enumerate(ops):
             check_batch_op(index, op)
-            if "data_idx" in op and not taskids.contains(runs, op["data_idx"]):
-                raise HTTPError(422, f"ops[{index}].data_idx {op['data_idx']} is in no split of env {self.name!r}; "
-                                     f"its task ids are {taskids.describe(runs)} (GET /tasks lists them)")
+        first = next((self.sessions.get(op["id"]) for op in ops if op["op"] == "reset"), None)
+        if first is not None and self._runs is None:  # known before the ops start: each reset then takes
+            await self._task_runs(first.env)          # its session's lock in op order
         results = await asyncio.gather(*(self._batch_op(op) for op in ops))
         return {"results": results}
 
@@ -418,13 +418,23 @@ class EnvServer:
     async def openapi(self, request: Request) -> dict[str, Any]:
         return openapi_schema(self.name, self.version, data_idx=taskids.schema(await self._task_runs()))
 
-    async def _task_runs(self) -> list[tuple[int, int]]:
-        """The ids of every split, as runs (built once per server, from one env instance)."""
+    async def _task_runs(self, env: BaseEnv | None = None) -> list[tuple[int, int]]:
+        """The ids of every split, as runs: asked once per server of *env* (a session's, so no env is
+        built for it) or, for ``/openapi.json`` before any session, of a new instance. Concurrent
+        first callers wait for that one answer."""
         if self._runs is None:
-            self._runs = await self._run(self._list_runs)
+            if self._runs_building is None:
+                self._runs_building = asyncio.ensure_future(self._run(self._list_runs, env))
+            try:
+                self._runs = await asyncio.shield(self._runs_building)
+            except Exception:
+                self._runs_building = None  # the next request tries again
+                raise
         return self._runs
 
-    def _list_runs(self) -> list[tuple[int, int]]:
+    def _list_runs(self, env: BaseEnv | None) -> list[tuple[int, int]]:
+        if env is not None:
+            return taskids.id_runs(env.splits())
         env = self.factory()
         try:
             return taskids.id_runs(env.splits())
