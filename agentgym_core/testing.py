@@ -8,7 +8,9 @@ Fixtures, defined only where pytest is installed (``pip install pytest``):
 
 * ``plugin_manager`` -- a fresh manager with only core's defaults (no entry points);
 * ``register_plugin`` -- ``register_plugin(module_or_obj, name=...)`` adds an in-test plugin
-  to that manager and removes it after the test.
+  to that manager and removes it after the test;
+* ``force_cpu_bf16`` -- ``force_cpu_bf16(True | False)`` makes the test act as on a CPU with (or
+  without) native bf16, whatever this one has (``AGENTGYM_CPU_BF16``).
 """
 from __future__ import annotations
 
@@ -53,6 +55,27 @@ if pytest is not None:
         yield register
         for name in added:
             plugin_manager.unregister(name)
+
+    @pytest.fixture
+    def force_cpu_bf16(monkeypatch: Any) -> Callable[[bool], None]:
+        """``force_cpu_bf16(True)``: this test (and the processes it starts) act as on a CPU with native
+        bf16 (``dtype: auto`` is bf16, the trainer autocasts to bf16); ``False``: as on one without.
+        Tests whose expectations depend on that decision pin it, or run both ways on any machine."""
+        from .backend import CPU_BF16_ENV
+
+        def force(native: bool) -> None:
+            monkeypatch.setenv(CPU_BF16_ENV, "1" if native else "0")
+
+        return force
+
+
+def pytest_report_header(config: Any) -> str:
+    """Say which numeric path a CPU run takes here, and how to take the other machine's."""
+    from .backend import CPU_BF16_ENV, cpu_bf16_reason, cpu_supports_bf16
+
+    state = "on" if cpu_supports_bf16() else "off"
+    return (f"agentgym: CPU bf16 {state} ({cpu_bf16_reason()}); {CPU_BF16_ENV}=0 or 1 runs the path of the "
+            "other kind of CPU")
 
 
 class EnvContractError(AssertionError):
