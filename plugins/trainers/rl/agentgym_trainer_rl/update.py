@@ -81,9 +81,11 @@ class Updater:
         """The step's algorithm metrics from :meth:`step`'s result (averaged over *world* processes):
         ``lone_groups`` (summed over processes), ``clipfrac_lower`` (dual clip), ``kl_coef`` (adaptive),
         ``sampler_logp_diff`` / ``sampler_logp_diff_max`` (mean and max |log pi_trainer - log pi_sampler|
-        over trained tokens) and ``tis_truncated`` (share of tokens whose weight hit ``tis_cap``)."""
+        over trained tokens), ``tis_truncated`` (share of tokens whose weight hit ``tis_cap``) and
+        ``segments_per_episode`` (training sequences per episode, when replies were sampled from other
+        contexts than their episode's prefix)."""
         out = {k: train[k] for k in ("clipfrac_lower", "kl_coef", "sampler_logp_diff", "sampler_logp_diff_max",
-                                     "tis_truncated") if k in train}
+                                     "tis_truncated", "segments_per_episode") if k in train}
         if "lone_groups" in train:
             out["lone_groups"] = train["lone_groups"] * world
         return out
