@@ -143,7 +143,7 @@ class ContextPlugin:
         registry.add("first_and_last", f"{__name__}:FirstAndLast", description="test policy")
 
 
-def test_a_registered_policy_is_selected_by_config(tmp_path, plugin_manager, register_plugin, smol_tokenizer):
+def test_hook_register_context_policies(tmp_path, plugin_manager, register_plugin, smol_tokenizer):
     from agentgym_core.config import load_config
     from agentgym_core.assembly import context_policy
 
