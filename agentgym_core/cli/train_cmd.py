@@ -70,6 +70,7 @@ def train(files: tuple[str, ...], resume: str | None, num_processes: int, seeds:
     cfg = load_config(list(files), overrides, manager=manager)
     trainer = build_component(manager, "trainers", cfg.trainer, cfg, manager, resume=resume)
     trainer.fit()
+    end_process_group()  # (a process that failed exits at once instead: the launcher stops the others)
     if int(os.environ.get("RANK", "0")) != 0:
         return
     summary = getattr(trainer, "summary", {}) or {}
@@ -81,6 +82,36 @@ def train(files: tuple[str, ...], resume: str | None, num_processes: int, seeds:
                        f"mean turns {row['turns_mean']:.1f})")
     run_dir = os.path.abspath(resume or os.path.join(cfg.run.output_dir, cfg.run.name))
     click.echo(f"run: {run_dir} (agentgym report|view {_short(run_dir)}, agentgym eval --model {_short(run_dir)})")
+
+
+#: Seconds a process waits at the end of training for the others before it says which did not come.
+END_TIMEOUT_S = 600.0
+
+
+def end_process_group(timeout: float = END_TIMEOUT_S) -> None:
+    """Leave a multi-process run together: every process waits for the others, then the process group
+    is destroyed, before any exits. A process that left while another was still inside a collective
+    (or tore its process group down at exit) could abort the other one; under load that happened.
+    A process that does not arrive within *timeout* is named (gloo's monitored barrier) instead of
+    hanging the others."""
+    if "torch" not in sys.modules:
+        return
+    import datetime
+
+    import torch.distributed as dist
+
+    if not (dist.is_available() and dist.is_initialized()):
+        return
+    try:
+        if dist.get_backend() == "gloo":
+            dist.monitored_barrier(timeout=datetime.timedelta(seconds=timeout), wait_all_ranks=True)
+        else:
+            dist.barrier()
+    except RuntimeError as exc:
+        print(f"rank {dist.get_rank()}: waited {timeout:.0f} s at the end of training for the other processes; "
+              f"{str(exc).splitlines()[0]}", file=sys.stderr, flush=True)
+    finally:
+        dist.destroy_process_group()
 
 
 def _short(path: str) -> str:

@@ -61,7 +61,7 @@ def test_train_config_file_values_win_over_llmagent_defaults():
     from agentgym_core.agent_api import LLMAgent
 
     cfg = LLMAgent().train_config("babyai", method="ScalingInter-RL", max_steps=30, config=str(QUICKSTART))
-    assert cfg.run.name == "quickstart" and cfg.model.max_context == 1024 and cfg.model.dtype == "auto"
+    assert cfg.run.name == "quickstart" and cfg.model.max_context == 1024 and cfg.model.dtype == "fp32"
     assert dict(cfg.scheduler) == {"name": "scaling_inter", "rounds": [1, 2], "step_interval": 8}
     assert cfg.trainer.steps == 30 and list(cfg.env.levels) == ["GoToLocal"]
     # What the caller passes explicitly wins over the file; overrides win over everything.
