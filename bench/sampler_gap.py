@@ -14,7 +14,6 @@ trajectories and the initial weights.
 from __future__ import annotations
 
 import argparse
-import datetime
 import json
 import os
 import platform
@@ -28,10 +27,10 @@ REPO = Path(__file__).resolve().parents[1]
 def train(name: str, out: Path, turns: int, episodes: int, window: int, native_bf16: bool) -> dict:
     overrides = [
         f"run.name={name}", f"run.output_dir={out}", "run.overwrite=true", "model.max_context=4096",
-        "rollout.max_episode_tokens=8192", "scheduler.name=fixed", f"scheduler.turns={turns}",
+        "rollout.max_episode_tokens=8192", f"scheduler.rounds=[{turns}]",
         "rollout.tasks_per_step=1", f"rollout.group_size={episodes}", "trainer.steps=1", "trainer.save_every=0",
         "trainer.ppo_epochs=2", "eval.before=false", "eval.after=false", f"agent.history_window={window}",
-        "engine.threads=1",
+        "engine.threads=1", "model.dtype=auto",  # auto: the CPU's bf16 decision, forced below
     ]
     env = {**os.environ, "AGENTGYM_CPU_BF16": "1" if native_bf16 else "0"}
     cmd = [sys.executable, "-m", "agentgym_core.cli.main", "train", "-c", str(REPO / "configs" / "quickstart.yaml"),
@@ -103,19 +102,15 @@ def main() -> int:
     print("\n" + table)
     if args.record:
         sys.path.insert(0, str(Path(__file__).parent))
-        from startup import record
+        from startup import record_result
 
         import torch
 
-        stamp = f"{datetime.datetime.now(datetime.timezone.utc):%Y-%m-%d %H:%M} UTC"
-        block = (f"### Trainer vs sampler on windowed episodes, {stamp}\n\n"
-                 f"Machine: {platform.machine()}, {os.cpu_count()} cores, torch {torch.__version__}, load average "
-                 f"{os.getloadavg()[0]:.1f}. Command: `python bench/sampler_gap.py {' '.join(sys.argv[1:])}` "
-                 f"(SmolLM2-135M-Instruct, BabyAI GoToLocal with the quickstart's settings, {args.turns} turns, "
-                 f"{args.episodes} episodes of one task, one step; `CPU bf16` is AGENTGYM_CPU_BF16).\n\n{table}\n")
-        path = REPO / "docs" / "BENCHMARKS.md"
-        path.write_text(record(path.read_text(), block, "## Training", "### Trainer vs sampler on windowed episodes"))
-        print(f"recorded under '## Training' in {path}")
+        record_result("## Training", "Trainer vs sampler on windowed episodes", (
+            f"Machine: {platform.machine()}, {os.cpu_count()} cores, torch {torch.__version__}, load average "
+            f"{os.getloadavg()[0]:.1f}. Command: `python bench/sampler_gap.py {' '.join(sys.argv[1:])}` "
+            f"(SmolLM2-135M-Instruct, BabyAI GoToLocal with the quickstart's settings, {args.turns} turns, "
+            f"{args.episodes} episodes of one task, one step; `CPU bf16` is AGENTGYM_CPU_BF16).\n\n{table}"))
     return 0
 
 
