@@ -12,7 +12,7 @@ from typing import Any
 from .errors import ComponentImportError, DuplicateNameError, UnknownNameError, did_you_mean
 
 #: The plugin kinds, in the order the CLI lists them.
-KINDS = ("envs", "rewards", "schedulers", "backends", "trainers", "engines", "strategies", "commands")
+KINDS = ("envs", "rewards", "schedulers", "backends", "trainers", "engines", "strategies", "contexts", "commands")
 
 #: Singular noun per kind, for messages ("unknown env 'x'").
 SINGULAR = {
@@ -23,6 +23,7 @@ SINGULAR = {
     "trainers": "trainer",
     "engines": "engine",
     "strategies": "strategy",
+    "contexts": "context policy",
     "commands": "command",
 }
 

@@ -287,7 +287,8 @@ class ScriptedEngine:
     *replies* is a list of texts used in turn (the last one repeats) or a function of
     ``(prompt_text, call_number)``. Each reply is encoded with *tokenizer* and ends with
     *end_ids* (default: the tokenizer's EOS, ``<|im_end|>`` for ChatML models), with log-prob
-    *logprob* per token. Every prompt is kept in :attr:`prompts` (token ids).
+    *logprob* per token, cut at the request's ``max_new_tokens`` (finish reason ``length``) as a real
+    engine cuts it. Every prompt is kept in :attr:`prompts` (token ids).
     """
 
     shares_weights = False
@@ -317,7 +318,10 @@ class ScriptedEngine:
             else:
                 text = self.replies[min(n, len(self.replies)) - 1]
             ids = self._tokenizer.encode(text, add_special_tokens=False) + self.end_ids
-            out.append(GenerationResult(ids, [self.logprob] * len(ids), "stop", len(request.prompt_ids)))
+            limit = request.params.max_new_tokens  # as a real engine: never more than asked for
+            finish = "stop" if len(ids) <= limit else "length"
+            ids = ids[:limit]
+            out.append(GenerationResult(ids, [self.logprob] * len(ids), finish, len(request.prompt_ids)))
         return out
 
     def update_weights(self, source: Any) -> None:

@@ -20,7 +20,6 @@ Settings:
 from __future__ import annotations
 
 import argparse
-import datetime
 import json
 import os
 import platform
@@ -103,21 +102,16 @@ def main() -> int:
     print("\n" + table)
     if args.record:
         sys.path.insert(0, str(Path(__file__).parent))
-        from startup import record
+        from startup import record_result
 
         import torch
 
         flags = open("/proc/cpuinfo").read()
-        stamp = f"{datetime.datetime.now(datetime.timezone.utc):%Y-%m-%d %H:%M} UTC"
-        block = (f"### Numeric paths on one CPU, {stamp}\n\n"
-                 f"Machine: {platform.machine()}, {cores} cores, avx512_bf16 "
-                 f"{'yes' if 'avx512_bf16' in flags else 'no'}, amx_bf16 {'yes' if 'amx_bf16' in flags else 'no'}, "
-                 f"Python {platform.python_version()}, torch {torch.__version__}. Command: "
-                 f"`python bench/numerics.py {' '.join(sys.argv[1:])}` ({args.model}, one 128-token chat scored in "
-                 f"one forward pass, 48 greedy tokens; each setting in a fresh process).\n\n{table}\n")
-        path = REPO / "docs" / "BENCHMARKS.md"
-        path.write_text(record(path.read_text(), block, "## Numerics", "### Numeric paths on one CPU"))
-        print(f"recorded under '## Numerics' in {path}")
+        record_result("## Numerics", "Numeric paths on one CPU", (
+            f"Machine: {platform.machine()}, {cores} cores, avx512_bf16 {'yes' if 'avx512_bf16' in flags else 'no'}, "
+            f"amx_bf16 {'yes' if 'amx_bf16' in flags else 'no'}, Python {platform.python_version()}, torch "
+            f"{torch.__version__}. Command: `python bench/numerics.py {' '.join(sys.argv[1:])}` ({args.model}, one "
+            f"128-token chat scored in one forward pass, 48 greedy tokens; each setting in a fresh process).\n\n{table}"))
     return 0
 
 

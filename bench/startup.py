@@ -84,5 +84,15 @@ def record(text: str, block: str, section: str = SECTION, replaces: str = BLOCK)
     return text[:start] + "\n\n" + section + "\n" + ("\n" + tail if tail else "")
 
 
+def record_result(section: str, title: str, text: str) -> Path:
+    """Put ``### <title>, <UTC time>`` and *text* into docs/BENCHMARKS.md under *section* (``## ...``),
+    in place of the section's earlier ``### <title>`` block; returns the file."""
+    stamp = f"{datetime.datetime.now(datetime.timezone.utc):%Y-%m-%d %H:%M} UTC"
+    path = REPO / "docs" / "BENCHMARKS.md"
+    path.write_text(record(path.read_text(), f"### {title}, {stamp}\n\n{text.strip()}\n", section, f"### {title}"))
+    print(f"recorded under {section!r} in {path}")
+    return path
+
+
 if __name__ == "__main__":
     main()

@@ -26,6 +26,14 @@ def register_strategies(registry):
                  description="one episode per task, every reply an action")
 
 
+@hookimpl
+def register_context_policies(registry):
+    registry.add("full", "agentgym_core.rollout.context:ContextPolicy",
+                 description="the model sees the whole episode so far")
+    registry.add("window", "agentgym_core.rollout.context:WindowContext",
+                 description="the initial prompt, a pinned turn and the last K turns (chunked: moves K at a time)")
+
+
 #: Core's commands, in the order ``agentgym --help`` lists them: (name, target, one line of help).
 COMMANDS = (
     ("plugins", "agentgym_core.cli.plugins_cmd:plugins", "List installed plugins and what each registered."),

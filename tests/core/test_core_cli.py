@@ -14,7 +14,7 @@ def test_plugins_json_lists_internal_defaults(run_cli):
     core = plugins["core"]
     assert core["internal"] and core["distribution"] == "agentgym-core"
     assert core["registered"] == {"rewards": ["success"], "schedulers": ["fixed"], "backends": ["cpu"],
-                                  "strategies": ["default"],
+                                  "strategies": ["default"], "contexts": ["full", "window"],
                                   "commands": ["config", "env", "eval", "list", "new", "plugins", "rollout", "train"]}
 
 
