@@ -12,7 +12,6 @@ from typing import Any
 
 from .env.base import BaseEnv
 from .errors import AgentGymError, ConfigError, PluginLoadError, UnknownNameError
-from .hookspecs import hookimpl
 
 __all__ = [
     "AgentGymError",
@@ -26,6 +25,11 @@ __all__ = [
 
 
 def __getattr__(name: str) -> Any:
+    if name == "hookimpl":  # on first use: `agentgym --help` does not import pluggy
+        from .hookspecs import hookimpl
+
+        globals()["hookimpl"] = hookimpl
+        return hookimpl
     if name == "LLMAgent":  # where it was before it moved to the umbrella
         from .catalogue import UMBRELLA, install_hint
 
