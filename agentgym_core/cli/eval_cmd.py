@@ -202,3 +202,10 @@ def eval_(files: tuple[str, ...], model: str | None, split: str | None, k: int |
         f"# Evaluation of `{model_path}` on {cfg.env.name}/{plan.split} (k={plan.k}, strategy "
         f"{cfg.agent.strategy.name})\n\n{table}\n", encoding="utf-8")
     click.echo(f"Wrote {out_path}, {out_path.with_suffix('.md')} and the episodes in {dump}", err=True)
+    from agentgym_core.rundir import is_run_dir
+
+    if out_path.parent.name == "eval" and is_run_dir(out_path.parent.parent):  # an evaluation of a sweep's run
+        from agentgym_core.sweep import refresh
+
+        for summary_file in refresh(out_path.parent.parent):
+            click.echo(f"Updated the sweep summary {summary_file} (and its .md table)", err=True)
