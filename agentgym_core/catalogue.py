@@ -134,9 +134,10 @@ def install_source() -> tuple[str, Path] | None:
 
 
 def _pip() -> str:
-    """``pip`` when it is this interpreter's, else ``<python> -m pip``."""
+    """``pip`` when the one on PATH is this interpreter's (same bin folder: a venv's python is a
+    link to the system's, so no resolving), else ``<python> -m pip``."""
     found = shutil.which("pip")
-    if found and Path(found).resolve().parent == Path(sys.executable).resolve().parent:
+    if found and Path(found).absolute().parent == Path(sys.executable).absolute().parent:
         return "pip"
     return f"{sys.executable} -m pip"
 

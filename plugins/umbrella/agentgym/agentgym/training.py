@@ -25,6 +25,19 @@ METHODS = {"grpo": "grpo", "ppo": "ppo", "rloo": "rloo", "reinforcepp": "reinfor
 SCALING_INTER = "scalinginterrl"
 #: What a run trains with when neither the agent, the file nor the call says.
 TRAIN_DEFAULTS = {"run.name": "agent", "trainer.name": "rl", "trainer.steps": 100, "trainer.algorithm": "grpo"}
+#: Without a config file, a run sized for a first result in minutes on a small CPU (the seed
+#: snippet's usage): 8 episodes a step of at most 48 new tokens a turn, an 8-task evaluation, and
+#: ScalingInter-RL's horizon raised 2 -> 4 -> 6 over the run (:func:`spread_rounds`). A config
+#: file replaces all of it; single keys are overrides (``**{"scheduler.rounds": [6, 13, 20]}``).
+NO_CONFIG_DEFAULTS = {"rollout.tasks_per_step": 2, "rollout.group_size": 4, "rollout.max_new_tokens": 48,
+                      "eval.tasks": 8}
+NO_CONFIG_ROUNDS = [2, 4, 6]
+
+
+def spread_rounds(rounds: list[int], steps: int) -> dict[str, Any]:
+    """A ``scaling_inter`` section whose stages all happen within *steps* (one stage every
+    ``steps / len(rounds)`` steps), so the horizon evaluated after training is one it trained at."""
+    return {"name": "scaling_inter", "rounds": list(rounds), "step_interval": max(1, -(-int(steps) // len(rounds)))}
 
 
 def method_key(method: Optional[str]) -> Optional[str]:
@@ -161,15 +174,19 @@ def train_config(agent: Any, env: Any, method: Optional[str], *, max_steps: Opti
     if isinstance(data.get("env"), dict) and (env_given is not None or data["env"].get("name") not in (None, env)):
         del data["env"]  # another env's options, or an env instance: its own options are the env
     if key == SCALING_INTER or (key is None and "scheduler" not in data):
-        if (data.get("scheduler") or {}).get("name") != "scaling_inter":
+        if config is None:
+            data["scheduler"] = spread_rounds(NO_CONFIG_ROUNDS, max_steps or TRAIN_DEFAULTS["trainer.steps"])
+        elif (data.get("scheduler") or {}).get("name") != "scaling_inter":
             data["scheduler"] = {"name": "scaling_inter"}
     elif key is not None:
         turns = agent.max_turns
         if "max_turns" not in agent.given and data.get("scheduler"):
             turns = final_turns(manager, validate(OmegaConf.create({"scheduler": data["scheduler"]}), manager).scheduler)
+        elif "max_turns" not in agent.given and config is None:
+            turns = NO_CONFIG_ROUNDS[-1]
         data["scheduler"] = {"name": "fixed", "turns": turns}
-    defaults = {**TRAIN_DEFAULTS, "model.path": agent.base_model, "model.dtype": agent.dtype,
-                "model.max_context": agent.max_context}
+    defaults = {**TRAIN_DEFAULTS, **(NO_CONFIG_DEFAULTS if config is None else {}), "model.path": agent.base_model,
+                "model.dtype": agent.dtype, "model.max_context": agent.max_context}
     passed = agent.given | ({"engine_name"} if "engine" in agent.given else set())
     given = {cfg_key: getattr(agent, arg) for arg, cfg_key in TRAIN_KEYS.items() if arg in passed}
     given.update({f"engine.{k}": v for k, v in agent.engine_options.items()})  # e.g. device="cuda"

@@ -76,6 +76,14 @@ def test_train_config_file_values_win_over_llmagent_defaults():
     # Without a file: the agent's defaults.
     cfg = LLMAgent().train_config("babyai")
     assert (cfg.run.name, cfg.model.max_context, cfg.trainer.steps, cfg.scheduler.name) == ("agent", 4096, 100, "scaling_inter")
+    # ... sized for a first result in minutes on a CPU: every ScalingInter stage within the run, 8 episodes
+    # a step, an 8-task evaluation at the last stage's 6 turns; a method with a fixed horizon: 6 turns.
+    assert (list(cfg.scheduler.rounds), cfg.scheduler.step_interval) == ([2, 4, 6], 34)
+    assert (cfg.rollout.tasks_per_step * cfg.rollout.group_size, cfg.rollout.max_new_tokens, cfg.eval.tasks) == (8, 48, 8)
+    assert LLMAgent().train_config("babyai", method="ScalingInter-RL", max_steps=9).scheduler.step_interval == 3
+    assert dict(LLMAgent().train_config("babyai", method="GRPO").scheduler) == {"name": "fixed", "turns": 6}
+    assert dict(LLMAgent(max_turns=9).train_config("babyai", method="GRPO").scheduler) == {"name": "fixed", "turns": 9}
+    assert LLMAgent().train_config("babyai", **{"scheduler.rounds": [6, 13, 20]}).scheduler.rounds == [6, 13, 20]
 
 
 def test_train_keyword_that_is_not_a_dotted_key_is_explained():
