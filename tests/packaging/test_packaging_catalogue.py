@@ -71,3 +71,10 @@ def test_the_readme_lists_every_distribution_with_its_folder():
         for dep in d.requires:
             if dep != "agentgym-core":
                 assert f"`{dep}`" in row.group(1), (d.name, dep)
+
+
+def test_the_umbrella_readme_table_lists_every_env_class():
+    readme = (REPO / "plugins" / "umbrella" / "agentgym" / "README.md").read_text()
+    for d in catalogue.DISTRIBUTIONS:
+        for cls, env in d.env_classes.items():
+            assert re.search(rf"^\| `{cls}` \| `{d.extra}` \| `{env}`", readme, re.M), (cls, d.extra, env)
