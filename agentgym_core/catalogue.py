@@ -53,7 +53,7 @@ def _env(name: str, cls: str, system: str = "", **kw: object) -> Distribution:
 
 DISTRIBUTIONS: tuple[Distribution, ...] = (
     Distribution("agentgym-core", ".", {"schedulers": ("fixed",), "rewards": ("success",), "backends": ("cpu",),
-                                        "strategies": ("default",)}, requires=()),
+                                        "strategies": ("default",), "contexts": ("full", "window")}, requires=()),
     Distribution("agentgym-hf", "plugins/libs/hf"),
     Distribution("agentgym-engine-hf", "plugins/engines/hf", {"engines": ("hf",)},
                  requires=("agentgym-core", "agentgym-hf")),
