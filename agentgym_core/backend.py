@@ -10,10 +10,11 @@ import functools
 import os
 from typing import Any
 
+from .catalogue import AUTO_BACKENDS
 from .errors import AgentGymError
 
-#: The order ``auto`` tries accelerators in before falling back to ``cpu``.
-AUTO_ORDER = ("cuda", "npu")
+#: The order ``auto`` tries accelerators in before falling back to ``cpu`` (the plugin catalogue's).
+AUTO_ORDER = AUTO_BACKENDS
 
 
 class BackendUnavailableError(AgentGymError):

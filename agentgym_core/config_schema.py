@@ -12,6 +12,7 @@ import math
 from dataclasses import dataclass, field
 from typing import Any, Optional
 
+from .catalogue import DEFAULT_COMPONENTS
 from .rollout.actions import FORMATS as ACTION_FORMATS
 
 
@@ -235,10 +236,10 @@ SECTIONS: dict[str, SectionSpec] = {
     "rollout": SectionSpec(RolloutSection),
     "eval": SectionSpec(EvalSection),
     "env": SectionSpec(EnvCoreKeys, kind="envs"),
-    "engine": SectionSpec(ComponentCoreKeys, kind="engines", default_name="hf"),
+    "engine": SectionSpec(ComponentCoreKeys, kind="engines", default_name=DEFAULT_COMPONENTS["engine"]),
     "scheduler": SectionSpec(ComponentCoreKeys, kind="schedulers", default_name="fixed"),
     "backend": SectionSpec(ComponentCoreKeys, kind="backends", default_name="auto"),
-    "trainer": SectionSpec(ComponentCoreKeys, kind="trainers", default_name="rl"),
+    "trainer": SectionSpec(ComponentCoreKeys, kind="trainers", default_name=DEFAULT_COMPONENTS["trainer"]),
     "rewards": SectionSpec(RewardCoreKeys, kind="rewards", is_list=True),
 }
 

@@ -35,6 +35,10 @@ readme = "README.md"
 requires-python = ">=3.10"
 dependencies = ["agentgym-core"]
 
+[project.optional-dependencies]
+# pytest and what agentgym_core.testing needs, for this plugin's own tests
+test = ["agentgym-core[testing]"]
+
 [project.entry-points.agentgym]
 $name = "$package.plugin"
 
@@ -268,7 +272,7 @@ README = """\
 An AgentGym $kind plugin, created with `agentgym new plugin $name --kind $kind`.
 
 ```bash
-pip install -e .
+pip install -e '.[test]'    # the test extra brings pytest (agentgym-core[testing])
 agentgym plugins            # lists '$name'
 agentgym list $registry      # shows '$name'
 pytest tests

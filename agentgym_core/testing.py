@@ -4,7 +4,8 @@
 ``agentgym_core/env/base.py``, and :func:`play_over_http` plays one episode through a real
 env server in the AgentGym wire format. Neither needs pytest, which core does not install.
 
-Fixtures, defined only where pytest is installed (``pip install pytest``):
+Fixtures, defined only where pytest is installed (``pip install 'agentgym-core[testing]'``; a
+plugin made by ``agentgym new plugin`` declares it as its ``test`` extra):
 
 * ``plugin_manager`` -- a fresh manager with only core's defaults (no entry points);
 * ``register_plugin`` -- ``register_plugin(module_or_obj, name=...)`` adds an in-test plugin

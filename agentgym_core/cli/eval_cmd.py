@@ -20,21 +20,21 @@ from agentgym_core.errors import AgentGymError
 
 def resolve_model(model: str) -> tuple[str, Path | None]:
     """``(model path, run dir)``: a run directory means its latest checkpoint."""
-    from agentgym_core.models import BUNDLED, is_alias
+    from agentgym_core.models import BUNDLED, is_alias, looks_like_hub_id
     from agentgym_core.rundir import RunDir, is_run_dir
 
     if is_run_dir(model):
         run = RunDir(model)
         return str(run.require_checkpoint()), run.path
     path = Path(model).expanduser()
-    if not is_alias(model) and not path.exists():
+    if not is_alias(model) and not path.exists() and not looks_like_hub_id(model):  # a hub id: the loader's to find
         from agentgym_core.errors import did_you_mean
 
         parent = path.parent if path.parent.is_dir() else None
         near = did_you_mean(path.name, [p.name for p in parent.iterdir()]) if parent else ""
         raise AgentGymError(
             f"--model {model!r} does not exist.{near} Pass a run directory (runs/<name>), a model folder "
-            f"with config.json, or a bundled alias ({', '.join(BUNDLED)})"
+            f"with config.json, a Hugging Face hub id (org/name), or a bundled alias ({', '.join(BUNDLED)})"
         )
     return model, None
 
@@ -202,3 +202,10 @@ def eval_(files: tuple[str, ...], model: str | None, split: str | None, k: int |
         f"# Evaluation of `{model_path}` on {cfg.env.name}/{plan.split} (k={plan.k}, strategy "
         f"{cfg.agent.strategy.name})\n\n{table}\n", encoding="utf-8")
     click.echo(f"Wrote {out_path}, {out_path.with_suffix('.md')} and the episodes in {dump}", err=True)
+    from agentgym_core.rundir import is_run_dir
+
+    if out_path.parent.name == "eval" and is_run_dir(out_path.parent.parent):  # an evaluation of a sweep's run
+        from agentgym_core.sweep import refresh
+
+        for summary_file in refresh(out_path.parent.parent):
+            click.echo(f"Updated the sweep summary {summary_file} (and its .md table)", err=True)

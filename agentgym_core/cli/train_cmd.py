@@ -4,6 +4,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+from typing import Any
 
 import click
 
@@ -81,7 +82,23 @@ def train(files: tuple[str, ...], resume: str | None, num_processes: int, seeds:
             click.echo(f"held-out success {tag:>6}: {row['success_rate']:.3f} ({row['n']} episodes, "
                        f"mean turns {row['turns_mean']:.1f})")
     run_dir = os.path.abspath(resume or os.path.join(cfg.run.output_dir, cfg.run.name))
-    click.echo(f"run: {run_dir} (agentgym report|view {_short(run_dir)}, agentgym eval --model {_short(run_dir)})")
+    click.echo(closing_line(run_dir, manager))
+
+
+def closing_line(run_dir: str, manager: Any) -> str:
+    """Where the run is and what to do with it: ``agentgym report|view`` where those commands are
+    installed, else that there are no plots and no report, and how to get them."""
+    short = _short(run_dir)
+    looking = [name for name in ("report", "view") if name in manager.registry("commands")]
+    if looking:
+        return f"run: {run_dir} (agentgym {'|'.join(looking)} {short}, agentgym eval --model {short})"
+    from agentgym_core.catalogue import provider_of
+    from agentgym_core.registry import provider_hint
+
+    provider = provider_of("commands", "report")
+    how = provider_hint("command", "report", provider.name) if provider else "A plugin providing `report` is missing."
+    return (f"run: {run_dir} (agentgym eval --model {short}); no plots and no report.html were written, they come "
+            f"with the `report` command. {how} Then `agentgym report {short}` writes them for this run.")
 
 
 #: Seconds a process waits at the end of training for the others before it says which did not come.

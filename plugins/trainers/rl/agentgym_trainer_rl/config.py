@@ -27,8 +27,8 @@ class UpdateConfig:
     clip_ratio: float = 0.2
     clip_ratio_high: Optional[float] = None
     #: Dual-clip PPO (Ye et al. 2020): for negative advantages the loss is at most -A * clip_ratio_c.
-    #: null: off (verl: 3).
-    clip_ratio_c: Optional[float] = None
+    #: 3 as in verl (``actor.clip_ratio_c``); null: off.
+    clip_ratio_c: Optional[float] = 3.0
     #: ``ppo`` (token ratio) or ``gspo`` (sequence ratio, Zheng et al. 2025).
     policy_loss: str = "ppo"
     kl_coef: float = 0.0
@@ -37,8 +37,9 @@ class UpdateConfig:
     kl_estimator: str = "k3"
     #: ``loss`` (added to the loss) or ``reward`` (subtracted from token rewards).
     kl_mode: str = "loss"
-    #: Bound each token's KL estimate to [-kl_clamp, kl_clamp]. null: unbounded (verl bounds k3 at 10).
-    kl_clamp: Optional[float] = None
+    #: Bound each token's KL estimate to [-kl_clamp, kl_clamp]: 10 as verl bounds k3 (here every
+    #: estimator is bounded; k1/abs reach 10 only at a log-ratio of 10). null: unbounded.
+    kl_clamp: Optional[float] = 10.0
     #: ``fixed`` (kl_coef throughout) or ``adaptive`` (Ziegler et al. 2019: kl_coef moves towards
     #: kl_target at a rate set by kl_horizon episodes).
     kl_ctrl: str = "fixed"
@@ -162,9 +163,9 @@ class RLConfig(UpdateConfig):
         """The options of the estimators and losses, and the combinations that cannot work."""
         if self.clip_ratio_c is not None:
             # The dual clip bounds -A * ratio for A < 0; at or below 1 it would cut the PPO clip itself.
-            check_range("trainer.clip_ratio_c", self.clip_ratio_c, gt=1, note="null: no dual clip; verl uses 3")
+            check_range("trainer.clip_ratio_c", self.clip_ratio_c, gt=1, note="null: no dual clip; verl and the default: 3")
         if self.kl_clamp is not None:
-            check_range("trainer.kl_clamp", self.kl_clamp, gt=0, note="null: unbounded; verl bounds k3 at 10")
+            check_range("trainer.kl_clamp", self.kl_clamp, gt=0, note="null: unbounded; verl and the default: 10")
         check_range("trainer.kl_target", self.kl_target, gt=0)
         check_range("trainer.kl_horizon", self.kl_horizon, ge=1, note="episodes")
         if self.kl_ctrl == "adaptive" and not self.kl_coef > 0:

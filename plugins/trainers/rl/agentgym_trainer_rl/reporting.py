@@ -20,7 +20,7 @@ def step_metrics(step: int, horizon: int, trajs: list, train: dict, stats: dict,
         "turns_mean": sum(turns) / len(turns),
         "turns_max": max(turns),
         "horizon": horizon,
-        "kl": train.get("kl", nan),
+        "kl": train.get("kl"),  # None: not measured (no reference policy), null in metrics.jsonl too
         "entropy": train.get("entropy", nan),
         "loss": train.get("loss", nan),
         "pg_loss": train.get("pg_loss", nan),
@@ -55,10 +55,10 @@ def param_hash(source: Any) -> str:
 
 
 def postfix(m: dict[str, float]) -> str:
-    kl = m.get("kl", float("nan"))
+    kl = m.get("kl")
     failures = int(m.get("env_failures", 0))
     return (f"reward={m['reward_mean']:.3f} success={m['success_rate']:.2f} turns={m['turns_mean']:.1f} "
-            f"horizon={m['horizon']} tok/s={m['tokens_per_s']:.0f}" + ("" if math.isnan(kl) else f" kl={kl:.4f}")
+            f"horizon={m['horizon']} tok/s={m['tokens_per_s']:.0f}" + ("" if kl is None or math.isnan(kl) else f" kl={kl:.4f}")
             + (f" env_fail={failures}/{int(m['episodes'])}" if failures else ""))
 
 
