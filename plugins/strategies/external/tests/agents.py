@@ -4,32 +4,19 @@ from __future__ import annotations
 
 import sys
 import time
+from pathlib import Path
 
 from openai import OpenAI
 
-from agentgym_core.rollout.actions import parse_action, parse_error_observation
+from agentgym_core.testing import load_script
 
 
 def client(task):
     return OpenAI(base_url=task.base_url, api_key=task.api_key, max_retries=0, timeout=120)
 
 
-def loop_agent(task):
-    """What the rollout loop does, written against the API: keep the whole history, act on every reply."""
-    api = client(task)
-    messages = task.messages()
-    for _ in range(task.max_turns):
-        reply = api.chat.completions.create(model=task.model, messages=messages)
-        content = reply.choices[0].message.content
-        action, error = parse_action(content, task.action_format)
-        if error is not None:
-            observation, done = parse_error_observation(error, task.action_format), False
-        else:
-            observation, _, done, _ = task.env.step(action)
-        if done:
-            return None
-        messages += [{"role": "assistant", "content": content}, {"role": "user", "content": observation}]
-    return None
+#: What the rollout loop does, written against the API (the benchmark's control arm).
+loop_agent = load_script(Path(__file__).parents[4] / "bench" / "external_agent.py", "external_bench_agent").loop_agent
 
 
 def summarizing_agent(task):

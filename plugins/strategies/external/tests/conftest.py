@@ -25,3 +25,9 @@ def manager(plugin_manager, register_plugin):
 
     register_plugin(plugin, name="external")
     return plugin_manager
+
+
+@pytest.fixture(scope="session")
+def smol(hf_engine):
+    """The bundled SmolLM2 tokenizer (the tiny model's)."""
+    return hf_engine.tokenizer
