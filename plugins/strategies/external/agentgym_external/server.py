@@ -64,8 +64,6 @@ class PolicyServer:
         self._lock = threading.Lock()
         self.url: str | None = None
         self._thread: Any = None
-        #: Requests served and refused (401), for the endpoint's own counters.
-        self.served = self.refused = 0
         self.app = Starlette(routes=[
             Route("/health", self.health, methods=["GET"]),
             Route("/v1/models", self.models, methods=["GET"]),
@@ -92,7 +90,6 @@ class PolicyServer:
     def _episode(self, request: Request) -> PolicyEpisode | JSONResponse:
         key = request_key(request)
         if not key:
-            self.refused += 1
             return _error(401, "no API key: send the episode's key as the API key (Authorization: Bearer <key>) "
                                f"or in the {KEY_HEADER} header", "invalid_request_error", code="invalid_api_key")
         with self._lock:
@@ -100,7 +97,6 @@ class PolicyServer:
         if episode is None and self.resolve is not None:
             episode = self.resolve(key)
         if episode is None:
-            self.refused += 1
             shown = key if len(key) <= 8 else f"{key[:4]}...{key[-4:]}"
             return _error(401, f"incorrect API key {shown!r}: it is no open episode's key (each episode gets its own "
                                "key, valid while the episode runs)", "invalid_request_error", code="invalid_api_key")
@@ -136,7 +132,6 @@ class PolicyServer:
         except Exception as exc:  # noqa: BLE001 - an engine failure: the rollout fails the run with it
             log.error("policy endpoint: generation failed: %s: %s", type(exc).__name__, exc)
             return _error(500, f"generation failed: {type(exc).__name__}: {exc}", "server_error")
-        self.served += 1
         if req.stream:
             chunks = reply.chunks(self.model_name, req.logprobs, req.include_usage)
             return StreamingResponse(iter(chunks), media_type="text/event-stream")

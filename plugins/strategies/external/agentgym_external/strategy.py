@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import asyncio
 import atexit
+import logging
 import threading
 from dataclasses import dataclass
 from typing import Any, Optional
@@ -37,6 +38,7 @@ from .server import PolicyServer, call_in
 from .task import AgentTask, EnvSession
 
 REWARDS = ("auto", "env", "return", "none")
+log = logging.getLogger("agentgym.external")
 
 
 class ExternalStrategy(Strategy):
@@ -88,6 +90,7 @@ class ExternalStrategy(Strategy):
         self._lock = threading.Lock()
         #: Agent threads still running after their episode timed out (they cannot be stopped).
         self.abandoned = 0
+        self._told = False
 
     def endpoint(self) -> PolicyServer:
         """The policy endpoint, started on first use and kept for the process (one port for the run)."""
@@ -106,6 +109,11 @@ class ExternalStrategy(Strategy):
         return self._renderers[key]
 
     async def play(self, loop: EpisodeLoop, task: Task) -> list[Trajectory]:
+        if loop.context_policy.name != "full" and not self._told:
+            self._told = True
+            log.warning("agent.context / agent.history_window (%s) do not apply to an external agent: it sends the "
+                        "prompts it chooses, and each call is trained under exactly the prompt it sent",
+                        loop.context_policy.describe())
         traj = loop.new_trajectory(task)
         server = self.endpoint()
         session = None
