@@ -163,3 +163,37 @@ def test_a_command_agent(hf_engine, mode):
         assert traj.failed and traj.end_reason == "agent_timeout" and "killed" in traj.error
     else:
         assert traj.failed and traj.end_reason == "agent_error" and "the agent's own bug" in traj.error
+
+
+def test_the_update_scores_each_segment_under_its_own_prompt(hf_engine):
+    """The trainer's log-prob of every sampled token equals the engine's (fp32 both): each reply was scored
+    under the prompt the agent sent. Scored under the whole episode before it instead, they differ."""
+    pytest.importorskip("agentgym_trainer_rl")
+    import dataclasses
+
+    import torch
+    from agentgym_trainer_rl.algorithms import ALGORITHMS, EstimatorOptions
+    from agentgym_trainer_rl.batch import build_batch
+    from agentgym_trainer_rl.config import UpdateConfig
+    from agentgym_trainer_rl.policy import PolicyModule
+    from agentgym_trainer_rl.update import Updater, UpdateSettings
+
+    trajs = run_rollout(_parts(hf_engine, agents.summarizing_agent), [(0, 0), (2, 0)], max_turns=5, seed=4)
+    assert all(len(training_segments(t)) == 2 for t in trajs)
+    policy = PolicyModule(hf_engine.model)
+    cfg = UpdateConfig(ppo_epochs=2)
+    opts = UpdateSettings(**{f.name: getattr(cfg, f.name) for f in dataclasses.fields(UpdateConfig)},
+                          bf16=False, device="cpu", min_shared_prefix=4)
+    scorer = Updater(policy, torch.optim.SGD(policy.parameters(), lr=0.0), ALGORITHMS["grpo"], opts,
+                     EstimatorOptions())
+
+    def worst(batch) -> float:
+        scorer.score(batch)
+        return max(abs(float(batch.old_logprobs[b, i]) - t.logprobs[i])
+                   for b, t in enumerate(trajs) for i, m in enumerate(t.loss_mask) if m)
+
+    assert worst(build_batch(trajs, pad_id=0)) < 1e-4
+    for t in trajs:  # what scoring every reply under its episode's prefix would give
+        for turn in t.turns:
+            turn.context = None
+    assert worst(build_batch(trajs, pad_id=0)) > 1e-3
