@@ -17,7 +17,7 @@ from agentgym_core.rollout.actions import parse_action, parse_error_observation
 
 
 def loop_agent(task) -> None:
-    client = OpenAI(base_url=task.base_url, api_key=task.api_key, max_retries=0, timeout=600)
+    client = OpenAI(base_url=task.base_url, api_key=task.api_key, max_retries=0, timeout=3600)  # a busy CPU can take minutes per batch
     messages = task.messages()
     for _ in range(task.max_turns):
         content = client.chat.completions.create(model=task.model, messages=messages).choices[0].message.content
