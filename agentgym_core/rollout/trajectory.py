@@ -84,6 +84,9 @@ class Trajectory:
     first_episode_id: str = ""
     #: Text from earlier attempts put into this attempt's prompt (reflections): context, loss mask 0.
     memory: list[str] = field(default_factory=list)
+    #: An agent written elsewhere (the ``external`` strategy): its last call's messages and the reply, in
+    #: the OpenAI chat format, for reward plugins that judge the conversation (None: not recorded).
+    transcript: Optional[list[dict[str, Any]]] = None
 
     @property
     def num_turns(self) -> int:
@@ -98,6 +101,8 @@ class Trajectory:
         for turn in data["turns"]:  # written only where it says something (files stay as they were)
             if turn.get("context") is None:
                 turn.pop("context", None)
+        if data.get("transcript") is None:
+            data.pop("transcript", None)
         return data
 
     @classmethod

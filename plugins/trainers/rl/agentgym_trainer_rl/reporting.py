@@ -37,8 +37,17 @@ def step_metrics(step: int, horizon: int, trajs: list, train: dict, stats: dict,
         "update_time_s": t2 - t1,
         "episodes": len(trajs),
         "env_failures": sum(bool(t.failed) for t in trajs),
+        "prefix_breaks": prefix_breaks(ok),
         "processes": world,
     }
+
+
+def prefix_breaks(trajs: list) -> int:
+    """Replies whose prompt did not extend the reply before it (a moved history window, an external agent that
+    rewrote its history): each starts a training segment of its own."""
+    from agentgym_core.rollout.segments import needs_segments, training_segments
+
+    return sum(len(training_segments(t)) - 1 for t in trajs if needs_segments(t))
 
 
 def param_hash(source: Any) -> str:
