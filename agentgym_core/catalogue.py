@@ -66,6 +66,8 @@ DISTRIBUTIONS: tuple[Distribution, ...] = (
     Distribution("agentgym-reward-shaping", "plugins/rewards/shaping",
                  {"rewards": ("format", "step_penalty", "decay", "normalize")}),
     Distribution("agentgym-strategy-basic", "plugins/strategies/basic", {"strategies": ("plan", "reflect")}),
+    Distribution("agentgym-external", "plugins/strategies/external",
+                 {"strategies": ("external",), "commands": ("serve-policy",)}, extra="external"),
     Distribution("agentgym-inspect", "plugins/commands/inspect", {"commands": ("view", "report", "compare")}),
     Distribution("agentgym-backend-accel", "plugins/backends/accel", {"backends": ("cuda", "npu")}, extra="accel",
                  system="a CUDA or Ascend device (torch_npu: the npu extra)"),
