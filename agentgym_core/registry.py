@@ -12,7 +12,7 @@ from typing import Any
 from .errors import ComponentImportError, DuplicateNameError, UnknownNameError, did_you_mean
 
 #: The plugin kinds, in the order the CLI lists them.
-KINDS = ("envs", "rewards", "schedulers", "backends", "trainers", "engines", "strategies", "commands")
+KINDS = ("envs", "rewards", "schedulers", "backends", "trainers", "engines", "strategies", "commands", "experts")
 
 #: Singular noun per kind, for messages ("unknown env 'x'").
 SINGULAR = {
@@ -24,6 +24,7 @@ SINGULAR = {
     "engines": "engine",
     "strategies": "strategy",
     "commands": "command",
+    "experts": "expert",
 }
 
 #: Which distribution usually provides a name, so an unknown-name error can say what to install.
@@ -38,7 +39,7 @@ KNOWN_PROVIDERS = {
         "ecommerce": "agentgym-env-ecommerce",
     },
     "engines": {"hf": "agentgym-engine-hf", "vllm": "agentgym-engine-vllm"},
-    "trainers": {"rl": "agentgym-trainer-rl"},
+    "trainers": {"rl": "agentgym-trainer-rl", "sft": "agentgym-trainer-sft"},
     "schedulers": {
         "scaling_inter": "agentgym-scheduler-scaling",
         "linear": "agentgym-scheduler-scaling",
@@ -53,6 +54,12 @@ KNOWN_PROVIDERS = {
     "backends": {"cuda": "agentgym-backend-accel", "npu": "agentgym-backend-accel"},
     "strategies": {"plan": "agentgym-strategy-basic", "reflect": "agentgym-strategy-basic"},
     "commands": {"view": "agentgym-inspect", "report": "agentgym-inspect", "compare": "agentgym-inspect"},
+    "experts": {
+        "babyai.oracle": "agentgym-env-babyai", "textcraft.planner": "agentgym-env-textcraft",
+        "webnav.scripted": "agentgym-env-webnav", "searchqa.searcher": "agentgym-env-searchqa",
+        "codefix.scripted": "agentgym-env-codefix", "ecommerce.reference": "agentgym-env-ecommerce",
+        "sciworld.gold": "agentgym-env-sciworld",
+    },
 }
 
 
@@ -219,6 +226,11 @@ class Registry:
             raise ValueError(
                 f"plugin {self._plugin!r} registered an invalid {SINGULAR[self.kind]} name {name!r}; "
                 "use letters, digits, '_', '-' or '.'"
+            )
+        if self.kind == "experts" and not all(name.partition(".")[::2]):
+            raise ValueError(
+                f"plugin {self._plugin!r} registered the expert {name!r}; an expert's name is '<env>.<name>' "
+                "(e.g. 'babyai.oracle'), the env it plays first"
             )
         if not isinstance(target, str):
             raise TypeError(

@@ -68,6 +68,9 @@ def train(files: tuple[str, ...], resume: str | None, num_processes: int, seeds:
                                 "(their output is above)")
         return
     cfg = load_config(list(files), overrides, manager=manager)
+    if "stages" in cfg:
+        _pipeline(cfg, manager, resume)
+        return
     trainer = build_component(manager, "trainers", cfg.trainer, cfg, manager, resume=resume)
     trainer.fit()
     if int(os.environ.get("RANK", "0")) != 0:
@@ -81,6 +84,24 @@ def train(files: tuple[str, ...], resume: str | None, num_processes: int, seeds:
                        f"mean turns {row['turns_mean']:.1f})")
     run_dir = os.path.abspath(resume or os.path.join(cfg.run.output_dir, cfg.run.name))
     click.echo(f"run: {run_dir} (agentgym report|view {_short(run_dir)}, agentgym eval --model {_short(run_dir)})")
+
+
+def _pipeline(cfg, manager, resume: str | None) -> None:
+    """Train the stages of a pipeline config (``stages:``) and print each stage's held-out success."""
+    from agentgym_core.pipeline import run_pipeline
+
+    if int(os.environ.get("WORLD_SIZE", "1")) > 1:
+        from agentgym_core.errors import ConfigError
+
+        raise ConfigError("a pipeline (stages:) runs its stages one after another in one process; drop "
+                          "--num-processes")
+    stages = run_pipeline(cfg, manager, resume=resume, echo=lambda line: click.echo(line, err=True))
+    for s in stages:
+        evals = ", ".join(f"{tag} {100 * v:.1f}%" for tag, v in (s.get("eval") or {}).items() if v is not None)
+        click.echo(f"stage {s['name']:>8}: {s.get('status')}, {s.get('wall_s', 0):.0f} s"
+                   + (f", held-out success {evals}" if evals else ""))
+    run_dir = os.path.abspath(resume or os.path.join(cfg.run.output_dir, cfg.run.name))
+    click.echo(f"run: {run_dir} (agentgym eval --compare {_short(run_dir)}; each stage is a run directory)")
 
 
 def _short(path: str) -> str:
