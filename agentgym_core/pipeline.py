@@ -58,6 +58,9 @@ def stage_overlays(raw_stages: Any) -> list[dict[str, Any]]:
         if name in seen:
             raise ConfigError(f"stages[{i}].name {name!r} is used twice; each stage needs its own folder name")
         seen.add(name)
+        for key, value in list(data.items()):
+            if key in SECTIONS and SECTIONS[key].kind and not SECTIONS[key].is_list and isinstance(value, str):
+                data[key] = {"name": value}  # trainer: sft
         for key in data:
             if key == "name":
                 continue
@@ -79,9 +82,16 @@ def stage_config(base: Any, overlay: dict[str, Any], index: int, *, run_dir: Pat
 
     from .config import validate
 
+    from .config_schema import SECTIONS
+
     data = OmegaConf.to_container(base, resolve=True)
     data.pop("stages", None)
     sections = {k: v for k, v in overlay.items() if k != "name"}
+    for key, value in sections.items():  # another component (trainer: sft after rl): its own options only
+        spec = SECTIONS[key]
+        if spec.kind and not spec.is_list and isinstance(value, dict) and value.get("name") not in (
+                None, (data.get(key) or {}).get("name")):
+            data.pop(key, None)
     if index > 0 and "before" not in (sections.get("eval") or {}):
         sections.setdefault("eval", {})["before"] = False  # it is the previous stage's "after"
     merged = OmegaConf.merge(OmegaConf.create(data), OmegaConf.create(sections))

@@ -113,8 +113,8 @@ class SFTTrainer(Trainer):
             raise ConfigError(f"trainer data {str(self.data_path())!r} has no conversation with a reply to train on")
 
     def build(self) -> None:
-        from agentgym_hf.loading import load_model, peft_quiet
-        from agentgym_hf.training import apply_lora, enable_checkpointing, make_optimizer, warmup_schedule
+        from agentgym_hf.loading import load_model
+        from agentgym_hf.training import enable_checkpointing, make_optimizer, warmup_schedule, with_adapters
 
         cfg, s = self.config, self.settings
         torch.manual_seed(cfg.run.seed)
@@ -126,13 +126,7 @@ class SFTTrainer(Trainer):
         if s.gradient_checkpointing:
             enable_checkpointing(lm)
         if s.finetune == "lora":
-            if self.checkpoint is not None:
-                from peft import PeftModel
-
-                with peft_quiet():
-                    lm = PeftModel.from_pretrained(lm, str(self.checkpoint), is_trainable=True)
-            else:
-                lm = apply_lora(lm, s.lora_r, s.lora_alpha, s.lora_dropout, s.lora_targets, s.lora_layers)
+            lm = with_adapters(lm, s, self.checkpoint)
         lm.train()
         self.lm = lm
         self.params = [p for p in lm.parameters() if p.requires_grad]
