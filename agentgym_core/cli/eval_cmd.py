@@ -23,6 +23,13 @@ def resolve_model(model: str) -> tuple[str, Path | None]:
     from agentgym_core.models import BUNDLED, is_alias
     from agentgym_core.rundir import RunDir, is_run_dir
 
+    from agentgym_core.pipeline import is_pipeline_dir, stage_dirs
+
+    if is_pipeline_dir(model):  # a pipeline: its last stage that has a checkpoint
+        stages = [folder for _, folder in stage_dirs(model) if RunDir(folder).latest_checkpoint() is not None]
+        if not stages:
+            raise AgentGymError(f"pipeline {model!r} has no stage with a checkpoint yet")
+        model = str(stages[-1])
     if is_run_dir(model):
         run = RunDir(model)
         return str(run.require_checkpoint()), run.path
@@ -52,10 +59,22 @@ def comparison_inputs(items: tuple[str, ...]) -> dict[str, dict[str, Any]]:
     """``{column name: summary}`` from run dirs (their ``eval/*.json``) and summary JSON files."""
     from agentgym_core.rundir import RunDir, is_run_dir, load_summary
 
+    from agentgym_core.pipeline import is_pipeline_dir, stage_dirs
+
     out: dict[str, dict[str, Any]] = {}
     for item in items:
         p = Path(item)
-        if p.is_dir():
+        if is_pipeline_dir(p):  # its stages in order: sft:before, sft:after, rl:after, ...
+            evals = {f"{name}:{tag}": summary for name, folder in stage_dirs(p)
+                     for tag, summary in RunDir(folder).eval_results().items()}
+            if not evals:
+                raise AgentGymError(f"--compare: pipeline {item!r} has no evaluation yet")
+            if len(items) == 1:
+                out.update(evals)
+            else:  # several: each one's latest result (its last stage's)
+                key, summary = list(evals.items())[-1]
+                out[f"{p.resolve().name}/{key}"] = summary
+        elif p.is_dir():
             if not is_run_dir(p) and not (p / "eval").is_dir():
                 raise AgentGymError(f"--compare: {item!r} is neither a run directory nor an eval JSON file")
             evals = RunDir(p).eval_results()

@@ -1,6 +1,7 @@
 """``stages:`` pipelines: sft then rl from one command; killed in the rl stage, resumed, the same result."""
 from __future__ import annotations
 
+import importlib.util
 import json
 import os
 import signal
@@ -72,6 +73,16 @@ def test_pipeline_killed_in_rl_resumes_to_the_same_result(tmp_path):
     assert (root / "sft" / "eval" / "before.json").is_file() and (root / "rl" / "eval" / "after.json").is_file()
     assert not (root / "rl" / "eval" / "before.json").exists()
     assert "stage      sft: completed" in straight.stdout and "stage       rl: completed" in straight.stdout
+    table = subprocess.run([*CLI[:-1], "eval", "--compare", str(root)], env=ENV, capture_output=True, text=True)
+    assert table.returncode == 0, table.stderr
+    assert "| metric | sft:before | sft:after | rl:after |" in table.stdout  # the stages in order
+    report = subprocess.run([*CLI[:-1], "report", str(root), "--no-plots"],
+                            env={**ENV, "AGENTGYM_LOAD_PLUGINS": ENV["AGENTGYM_LOAD_PLUGINS"] + ",inspect"},
+                            capture_output=True, text=True)
+    if importlib.util.find_spec("agentgym_inspect") is not None:
+        assert report.returncode == 0, report.stderr
+        text = (root / "report.md").read_text()
+        assert "| sft | sft | completed |" in text and "rl:after" in text and (root / "rl" / "report.html").is_file()
 
     victim = subprocess.Popen([*CLI, "-c", str(_write(tmp_path, pipeline(model, runs, "killed")))], env=ENV,
                               stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, start_new_session=True)
