@@ -78,3 +78,40 @@ def test_hooks_fire_in_the_same_order_for_rl_and_sft(tmp_path, plugin_manager, r
         run = tmp_path / "runs" / name
         assert [json.loads(line)["step"] for line in (run / "metrics.jsonl").read_text().splitlines()] == [1, 2, 3]
         assert (run / "checkpoints" / "latest").read_text().strip() == "step_000003"
+
+
+def test_new_trainer_plugin_trains_resumes_and_evaluates(tmp_path):
+    """`agentgym new plugin NAME --kind trainer`: installed with pip, it trains with core's lifecycle."""
+    import os
+    import subprocess
+
+    cli = [sys.executable, "-m", "agentgym_core.cli.main"]
+    env = {k: v for k, v in os.environ.items() if not k.startswith("AGENTGYM_")}
+    made = subprocess.run([*cli, "new", "plugin", "prompts", "--kind", "trainer", "-o", str(tmp_path)], env=env,
+                          capture_output=True, text=True)
+    assert made.returncode == 0, made.stderr
+    site = tmp_path / "site"
+    subprocess.run([sys.executable, "-m", "pip", "install", "-q", "--no-deps", "--no-build-isolation",
+                    "--disable-pip-version-check", "--target", str(site), str(tmp_path / "agentgym-trainer-prompts")],
+                   check=True, capture_output=True, text=True)
+    env.update(PYTHONPATH=str(site), OMP_NUM_THREADS="1")
+    tests = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",
+                            str(tmp_path / "agentgym-trainer-prompts" / "tests")], env=env, capture_output=True, text=True)
+    assert tests.returncode == 0, tests.stdout + tests.stderr
+    args = tiny_config(tiny_model_dir(tmp_path), tmp_path / "runs", "prompts", **{
+        "trainer.name": "prompts", "trainer.steps": "2", "trainer.save_every": "1", "eval.after": "true",
+        "eval.tasks": "1", "trainer.lr": None, "trainer.finetune": None, "trainer.keep_checkpoints": None,
+        "trainer.prompts": "['', 'Reply with one action only.']"})
+    first = subprocess.run([*cli, "train", *args], env=env, capture_output=True, text=True, timeout=300)
+    assert first.returncode == 0, first.stderr
+    run = tmp_path / "runs" / "prompts"
+    rows = [json.loads(line) for line in (run / "metrics.jsonl").read_text().splitlines()]
+    assert [r["arm"] for r in rows] == [0, 1]  # UCB tries each prompt once first
+    assert (run / "eval" / "after.json").is_file() and (run / "checkpoints" / "step_000002" / "trainer_state.json").is_file()
+    again = subprocess.run([*cli, "train", "--resume", str(run), "trainer.steps=3"], env=env, capture_output=True,
+                           text=True, timeout=300)
+    assert again.returncode == 0, again.stderr
+    rows = [json.loads(line) for line in (run / "metrics.jsonl").read_text().splitlines()]
+    assert [r["step"] for r in rows] == [1, 2, 3]
+    state = json.loads((run / "checkpoints" / "step_000003" / "trainer_state.json").read_text())
+    assert sum(state["counts"]) == 3
