@@ -152,7 +152,7 @@ def read_conversations(path: str | Path) -> list[dict[str, Any]]:
         raise DemosError(f"training data {str(p)!r} does not exist; record demonstrations with `agentgym demos ENV "
                          f"--split train --episodes N --out {p}` or give a chat-messages JSONL file")
     if p.is_dir():
-        if (p / "dataset_info.json").is_file() or (p / "state.json").is_file():
+        if any((p / name).is_file() for name in ("dataset_info.json", "state.json", "dataset_dict.json")):
             return _hf_dataset(p)
         files = sorted(p.glob("*.jsonl"))
         if not files:

@@ -121,3 +121,27 @@ def test_packing_trains_like_separate_rows(tmp_path):
     batch = collate(alone.rows, tok.pad_token_id)  # padded rows: the loss ignores padding
     nll, _ = reply_loss(lm, batch, "cpu")
     assert float(nll.detach()) == pytest.approx(lb, rel=1e-5)
+
+
+def test_data_from_a_hugging_face_dataset_folder(tmp_path):
+    """trainer.data may be a dataset saved with save_to_disk (a DatasetDict's train split), or a JSONL folder."""
+    datasets = pytest.importorskip("datasets")
+    from agentgym_core.demos import DemosError, read_conversations
+
+    rows = [{"messages": [{"role": "user", "content": f"q{i}"}, {"role": "assistant", "content": f"a{i}"}],
+             "task_id": i} for i in range(3)]
+    datasets.Dataset.from_list(rows).save_to_disk(str(tmp_path / "flat"))
+    datasets.DatasetDict({"train": datasets.Dataset.from_list(rows)}).save_to_disk(str(tmp_path / "dict"))
+    for folder in ("flat", "dict"):
+        got = read_conversations(tmp_path / folder)
+        assert [r["messages"] for r in got] == [r["messages"] for r in rows] and got[2]["task_id"] == 2
+    (tmp_path / "jsonl").mkdir()
+    (tmp_path / "jsonl" / "a.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows[:2]))
+    (tmp_path / "jsonl" / "b.jsonl").write_text(json.dumps(rows[2]) + "\n")
+    assert len(read_conversations(tmp_path / "jsonl")) == 3
+    datasets.Dataset.from_list([{"text": "x"}]).save_to_disk(str(tmp_path / "plain"))
+    with pytest.raises(DemosError, match="no 'messages' column"):
+        read_conversations(tmp_path / "plain")
+    (tmp_path / "bad.jsonl").write_text('{"messages": []}\nnot json\n')
+    with pytest.raises(DemosError, match="bad.jsonl:2 is not JSON"):
+        read_conversations(tmp_path / "bad.jsonl")
