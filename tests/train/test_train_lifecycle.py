@@ -58,6 +58,7 @@ def _fit(overrides: list[str], plugin_manager, register_plugin) -> list:
     return calls
 
 
+@pytest.mark.timeout(900)
 def test_hooks_fire_in_the_same_order_for_rl_and_sft(tmp_path, plugin_manager, register_plugin):
     import torch
 
@@ -80,6 +81,8 @@ def test_hooks_fire_in_the_same_order_for_rl_and_sft(tmp_path, plugin_manager, r
         assert (run / "checkpoints" / "latest").read_text().strip() == "step_000003"
 
 
+@pytest.mark.slow
+@pytest.mark.timeout(900)  # two trainings and the generated plugin's own tests
 def test_new_trainer_plugin_trains_resumes_and_evaluates(tmp_path):
     """`agentgym new plugin NAME --kind trainer`: installed with pip, it trains with core's lifecycle."""
     import os

@@ -58,6 +58,7 @@ def _steps(run: Path) -> dict[int, list]:
 
 
 @pytest.mark.slow
+@pytest.mark.timeout(1200)  # three pipelines of two stages
 def test_pipeline_killed_in_rl_resumes_to_the_same_result(tmp_path):
     model = tiny_model_dir(tmp_path)
     runs = tmp_path / "runs"

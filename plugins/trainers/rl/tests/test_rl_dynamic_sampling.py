@@ -92,6 +92,7 @@ def test_dynamic_sampling_plays_more_groups_and_says_when_capped(tmp_path, capfd
     assert sorted({t["group_id"] for t in step}) == [0, 1, 2, 3]  # the extra round's groups are numbered on
 
 
+@pytest.mark.timeout(900)
 def test_dynamic_sampling_keeps_informative_groups(tmp_path, plugin_manager, register_plugin):
     """With a reward that varies within some groups only, each step trains on tasks_per_step informative groups."""
     from agentgym_core import hookimpl

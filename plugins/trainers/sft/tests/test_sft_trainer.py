@@ -40,6 +40,7 @@ def _train(args: list[str], timeout: int = 400) -> subprocess.CompletedProcess:
     return subprocess.run([*CLI, "train", *args], env=ENV, capture_output=True, text=True, timeout=timeout)
 
 
+@pytest.mark.timeout(900)  # four short trainings
 def test_sft_run_directory_and_resume(tmp_path):
     model = tiny_model_dir(tmp_path)
     runs = tmp_path / "runs"
