@@ -134,7 +134,7 @@ def play_tasks(expert: Expert, env: Any, task_ids: Sequence[int], *, max_turns: 
     for i, tid in enumerate(task_ids):
         try:
             episodes.append(play_expert(expert, env, tid, max_turns=max_turns))
-        except ExpertError:
+        except AgentGymError:  # the expert or its settings are wrong (not the task): say it once
             raise
         except Exception as exc:  # noqa: BLE001 - one broken task fails one episode, as in a rollout
             episodes.append(ExpertEpisode(task_id=int(tid), first_observation="", end_reason="env_error",
