@@ -176,28 +176,13 @@ def run_pipeline(cfg: Any, manager: Any, *, resume: str | None = None, echo: Any
             state.write()
             raise
         checkpoint = RunDir(folder).require_checkpoint()
-        next_model, handoff = _handoff(checkpoint, folder) if i + 1 < len(overlays) else (str(checkpoint), "final")
+        next_model, handoff = trainer.export_model(checkpoint) if i + 1 < len(overlays) else (str(checkpoint), "final")
         record.update(status="completed", checkpoint=str(checkpoint), next_model=next_model, handoff=handoff,
                       wall_s=round(record.get("wall_s", 0.0) + time.perf_counter() - started, 1),
                       eval={tag: (s or {}).get("overall", {}).get("success_rate") for tag, s in trainer.summary.items()})
         state.write()
         model_path = next_model
     return state.stages
-
-
-def _handoff(checkpoint: Path, folder: Path) -> tuple[str, str]:
-    """The model the next stage starts from: full weights as saved, LoRA adapters merged into ``folder/merged``."""
-    if (checkpoint / "config.json").is_file():
-        return str(checkpoint), "full weights"
-    if not (checkpoint / "adapter_config.json").is_file():
-        raise AgentGymError(f"checkpoint {checkpoint} holds neither a model (config.json) nor LoRA adapters "
-                            "(adapter_config.json); the next stage cannot start from it")
-    from agentgym_hf.training import merge_lora_checkpoint
-
-    merged = folder / "merged"
-    print(f"pipeline: merging the LoRA adapters of {checkpoint} into {merged} for the next stage", file=sys.stderr,
-          flush=True)
-    return str(merge_lora_checkpoint(checkpoint, merged)), "LoRA merged"
 
 
 def _take_dir(root: Path, overwrite: bool) -> None:

@@ -114,6 +114,15 @@ class Trainer:
     def close(self) -> None:
         """Release what :meth:`build` opened beyond :attr:`parts` (closed by the lifecycle)."""
 
+    def export_model(self, checkpoint: Path) -> tuple[str, str]:
+        """``(model path, how)``: what the next stage of a pipeline starts from, after this trainer's final
+        *checkpoint*. Default: the checkpoint folder itself when it is a whole model (``config.json``)."""
+        if (Path(checkpoint) / "config.json").is_file():
+            return str(checkpoint), "full weights"
+        raise AgentGymError(f"checkpoint {checkpoint} holds no whole model (config.json), and trainer "
+                            f"{type(self).__name__} does not say how to export one (export_model): the next stage of "
+                            "the pipeline cannot start from it")
+
     # -- the lifecycle ---------------------------------------------------------------------
     def fit(self) -> dict[str, Any]:
         """Train; return the last step's metrics plus ``eval_<tag>`` summaries."""

@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import pickle
 import random
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -104,9 +105,20 @@ def merge_lora_checkpoint(checkpoint: Path, out: Path) -> Path:
     return out
 
 
-def is_lora_checkpoint(folder: Path) -> bool:
-    """A folder of LoRA adapters (``adapter_config.json``) rather than a whole model (``config.json``)."""
-    return (folder / "adapter_config.json").is_file() and not (folder / "config.json").is_file()
+def export_checkpoint(checkpoint: Path) -> tuple[str, str]:
+    """What a following pipeline stage starts from: a whole-model checkpoint as saved ("full weights"), LoRA
+    adapters merged into a whole model in ``<run dir>/merged`` ("LoRA merged"). ``Trainer.export_model`` of the
+    rl and sft trainers."""
+    checkpoint = Path(checkpoint)
+    if (checkpoint / "config.json").is_file():
+        return str(checkpoint), "full weights"
+    if not (checkpoint / "adapter_config.json").is_file():
+        raise AgentGymError(f"checkpoint {checkpoint} holds neither a model (config.json) nor LoRA adapters "
+                            "(adapter_config.json); the next stage cannot start from it")
+    merged = checkpoint.parent.parent / "merged"  # <run dir>/checkpoints/step_N -> <run dir>/merged
+    print(f"pipeline: merging the LoRA adapters of {checkpoint} into {merged} for the next stage", file=sys.stderr,
+          flush=True)
+    return str(merge_lora_checkpoint(checkpoint, merged)), "LoRA merged"
 
 
 # -- the trainer state ----------------------------------------------------------------------------

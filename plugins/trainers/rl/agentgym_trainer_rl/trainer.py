@@ -137,6 +137,11 @@ class RLTrainer(Trainer):
     def start(self) -> None:
         self._sync_engine()  # a resumed LoRA run: an engine with its own weights has the base model's
 
+    def export_model(self, checkpoint: Path) -> tuple[str, str]:
+        from agentgym_hf.training import export_checkpoint
+
+        return export_checkpoint(checkpoint)  # LoRA adapters merged for the next stage of a pipeline
+
     @contextlib.contextmanager
     def inference(self) -> Iterator[None]:
         self.module.eval()

@@ -204,6 +204,11 @@ class SFTTrainer(Trainer):
     def postfix(self, m: dict[str, float]) -> str:
         return f"loss={m['loss']:.4f} acc={m['token_accuracy']:.3f} epoch={m['epoch']:.2f} lr={m['lr']:.2e}"
 
+    def export_model(self, checkpoint: Path) -> tuple[str, str]:
+        from agentgym_hf.training import export_checkpoint
+
+        return export_checkpoint(checkpoint)  # LoRA adapters merged for the next stage of a pipeline
+
     @contextlib.contextmanager
     def inference(self) -> Iterator[None]:
         self.lm.eval()
