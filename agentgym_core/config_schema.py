@@ -244,3 +244,7 @@ SECTIONS: dict[str, SectionSpec] = {
 }
 
 DEFAULT_REWARDS: list[dict[str, Any]] = [{"name": "success", "weight": 1.0}]
+
+#: The key of a pipeline's stages: a list of ``{name: <folder>, <section>: {...}, ...}``, each stage's
+#: sections merged onto the rest of the file (:mod:`agentgym_core.pipeline`).
+STAGES = "stages"

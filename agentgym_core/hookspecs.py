@@ -115,6 +115,20 @@ def register_commands(registry: Any) -> None:
     """
 
 
+@hookspec
+def register_experts(registry: Any) -> None:
+    """Register experts: scripted policies that play an env (the upper bound of an evaluation table,
+    and the demonstrations of ``agentgym demos`` for a warm start).
+
+    :param registry: the experts registry; ``registry.add("<env>.<name>", "pkg.module:expert")`` where
+        the target is a generator function ``expert(env, observation)`` that yields actions (as the
+        agent writes them for the env) and receives each step's observation; see
+        :mod:`agentgym_core.experts`.
+    Fires once when the plugin manager is built. Returns nothing. Used by ``agentgym eval --expert
+    NAME`` and ``agentgym demos ENV --expert NAME``.
+    """
+
+
 # -- lifecycle (loggers and callbacks) ----------------------------------------------------
 @hookspec
 def on_run_start(run_dir: str, config: Any, main: bool) -> None:
@@ -184,5 +198,6 @@ REGISTRATION_HOOKS = {
     "strategies": "register_strategies",
     "contexts": "register_context_policies",
     "commands": "register_commands",
+    "experts": "register_experts",
 }
 LIFECYCLE_HOOKS = ("on_run_start", "on_rollout_end", "on_step_end", "on_checkpoint", "on_run_end")

@@ -12,7 +12,8 @@ from typing import Any
 from .errors import ComponentImportError, DuplicateNameError, UnknownNameError, did_you_mean
 
 #: The plugin kinds, in the order the CLI lists them.
-KINDS = ("envs", "rewards", "schedulers", "backends", "trainers", "engines", "strategies", "contexts", "commands")
+KINDS = ("envs", "rewards", "schedulers", "backends", "trainers", "engines", "strategies", "contexts", "commands",
+         "experts")
 
 #: Singular noun per kind, for messages ("unknown env 'x'").
 SINGULAR = {
@@ -25,6 +26,7 @@ SINGULAR = {
     "strategies": "strategy",
     "contexts": "context policy",
     "commands": "command",
+    "experts": "expert",
 }
 
 def provider_hint(noun: str, name: str, provider: str) -> str:
@@ -180,6 +182,11 @@ class Registry:
             raise ValueError(
                 f"plugin {self._plugin!r} registered an invalid {SINGULAR[self.kind]} name {name!r}; "
                 "use letters, digits, '_', '-' or '.'"
+            )
+        if self.kind == "experts" and not all(name.partition(".")[::2]):
+            raise ValueError(
+                f"plugin {self._plugin!r} registered the expert {name!r}; an expert's name is '<env>.<name>' "
+                "(e.g. 'babyai.oracle'), the env it plays first"
             )
         if not isinstance(target, str):
             raise TypeError(

@@ -12,15 +12,18 @@ from pathlib import Path
 from string import Template
 
 from .errors import AgentGymError
+from .scaffold_trainer import TRAINER_COMPONENT, TRAINER_TEST
 
 KIND_TO_REGISTRY = {
     "env": "envs",
     "reward": "rewards",
     "scheduler": "schedulers",
     "backend": "backends",
+    "trainer": "trainers",
 }
-# Trainers and engines are larger than a template can honestly be: start from
-# plugins/trainers/rl or plugins/engines/hf instead.
+# Engines are larger than a template can honestly be: start from plugins/engines/hf instead. A
+# trainer is small on top of core's lifecycle (agentgym_core.trainer.Trainer): the template is one
+# that learns which system prompt makes the model act best; plugins/trainers/sft is a larger example.
 
 PYPROJECT = """\
 [build-system]
@@ -196,6 +199,7 @@ class $cls(Backend):
 
         torch.set_num_threads(self.threads)
 ''',
+    "trainer": TRAINER_COMPONENT,
 }
 
 TESTS = {
@@ -306,7 +310,7 @@ def create_plugin(name: str, kind: str, directory: Path) -> Path:
         f"{package}/__init__.py": "",
         f"{package}/plugin.py": PLUGIN,
         f"{package}/component.py": COMPONENTS[kind],
-        f"tests/test_{name}_{kind}.py": TESTS.get(kind, GENERIC_TEST),
+        f"tests/test_{name}_{kind}.py": TESTS.get(kind, TRAINER_TEST if kind == "trainer" else GENERIC_TEST),
     }
     for rel, text in files.items():
         path = target / rel

@@ -69,6 +69,9 @@ def train(files: tuple[str, ...], resume: str | None, num_processes: int, seeds:
                                 "(their output is above)")
         return
     cfg = load_config(list(files), overrides, manager=manager)
+    if "stages" in cfg:
+        _pipeline(cfg, manager, resume)
+        return
     trainer = build_component(manager, "trainers", cfg.trainer, cfg, manager, resume=resume)
     trainer.fit()
     end_process_group()  # (a process that failed exits at once instead: the launcher stops the others)
@@ -129,6 +132,24 @@ def end_process_group(timeout: float = END_TIMEOUT_S) -> None:
               f"{str(exc).splitlines()[0]}", file=sys.stderr, flush=True)
     finally:
         dist.destroy_process_group()
+
+
+def _pipeline(cfg, manager, resume: str | None) -> None:
+    """Train the stages of a pipeline config (``stages:``) and print each stage's held-out success."""
+    from agentgym_core.pipeline import run_pipeline
+
+    if int(os.environ.get("WORLD_SIZE", "1")) > 1:
+        from agentgym_core.errors import ConfigError
+
+        raise ConfigError("a pipeline (stages:) runs its stages one after another in one process; drop "
+                          "--num-processes")
+    stages = run_pipeline(cfg, manager, resume=resume, echo=lambda line: click.echo(line, err=True))
+    for s in stages:
+        evals = ", ".join(f"{tag} {100 * v:.1f}%" for tag, v in (s.get("eval") or {}).items() if v is not None)
+        click.echo(f"stage {s['name']:>8}: {s.get('status')}, {s.get('wall_s', 0):.0f} s"
+                   + (f", held-out success {evals}" if evals else ""))
+    run_dir = os.path.abspath(resume or os.path.join(cfg.run.output_dir, cfg.run.name))
+    click.echo(f"run: {run_dir} (agentgym eval --compare {_short(run_dir)}; each stage is a run directory)")
 
 
 def _short(path: str) -> str:

@@ -43,7 +43,8 @@ COMMANDS = (
     ("env", "agentgym_core.cli.env_cmd:env", "Serve or play an environment."),
     ("rollout", "agentgym_core.cli.rollout_cmd:rollout", "Play episodes with a model and report success and speed."),
     ("train", "agentgym_core.cli.train_cmd:train", "Train an agent with RL from a config."),
-    ("eval", "agentgym_core.cli.eval_cmd:eval_", "Evaluate a model on an env's test split."),
+    ("eval", "agentgym_core.cli.eval_cmd:eval_", "Evaluate a model (or an env's expert) on an env's test split."),
+    ("demos", "agentgym_core.cli.demos_cmd:demos", "Record an expert's episodes on training tasks as chat JSONL."),
 )
 
 

@@ -15,7 +15,8 @@ def test_plugins_json_lists_internal_defaults(run_cli):
     assert core["internal"] and core["distribution"] == "agentgym-core"
     assert core["registered"] == {"rewards": ["success"], "schedulers": ["fixed"], "backends": ["cpu"],
                                   "strategies": ["default"], "contexts": ["full", "window"],
-                                  "commands": ["config", "env", "eval", "list", "new", "plugins", "rollout", "train"]}
+                                  "commands": ["config", "demos", "env", "eval", "list", "new", "plugins", "rollout",
+                                               "train"]}
 
 
 def test_third_party_plugin_is_listed(run_cli):

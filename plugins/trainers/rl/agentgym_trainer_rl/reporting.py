@@ -1,4 +1,5 @@
-"""What a training step reports: the metrics row, the progress-bar text, TensorBoard scalars, a weights hash."""
+"""What a training step reports: the metrics row, the progress-bar text, a weights hash (TensorBoard: core's
+:class:`~agentgym_core.trainer.TensorBoardLog`)."""
 from __future__ import annotations
 
 import math
@@ -69,35 +70,3 @@ def postfix(m: dict[str, float]) -> str:
     return (f"reward={m['reward_mean']:.3f} success={m['success_rate']:.2f} turns={m['turns_mean']:.1f} "
             f"horizon={m['horizon']} tok/s={m['tokens_per_s']:.0f}" + ("" if kl is None or math.isnan(kl) else f" kl={kl:.4f}")
             + (f" env_fail={failures}/{int(m['episodes'])}" if failures else ""))
-
-
-def one_line(text: str, limit: int) -> str:
-    text = " ".join(str(text).split())
-    return text if len(text) <= limit else text[: limit - 1] + "…"
-
-
-class TensorBoardLog:
-    """Each step's metrics as TensorBoard scalars in ``run_dir/tb`` (when tensorboard is installed)."""
-
-    def __init__(self, folder: Any) -> None:
-        self.folder = folder
-        self.writer: Any = None  # made at the first step (a resumed, finished run writes none)
-
-    def log(self, metrics: dict[str, Any]) -> None:
-        if self.writer is None:
-            try:
-                from torch.utils.tensorboard import SummaryWriter
-            except ImportError:  # tensorboard not installed: metrics.jsonl only
-                self.writer = False
-            else:
-                self.writer = SummaryWriter(str(self.folder))
-        if not self.writer:
-            return
-        for k, v in metrics.items():
-            if isinstance(v, (int, float)) and k != "step" and math.isfinite(v):
-                self.writer.add_scalar(k, v, int(metrics["step"]))
-        self.writer.flush()
-
-    def close(self) -> None:
-        if self.writer:
-            self.writer.close()

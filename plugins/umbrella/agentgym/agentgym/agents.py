@@ -153,6 +153,11 @@ class LLMAgent:
                 print(f"LLMAgent.train: {root / cfg.run.name} holds an earlier run; this one goes to {root / name}",
                       file=sys.stderr, flush=True)
                 cfg = self.train_config(env, method, manager=manager, **{**options, "run_name": name})
+        if "stages" in cfg:
+            from agentgym_core.errors import ConfigError
+
+            raise ConfigError("the config holds stages: (a pipeline); LLMAgent.train trains one trainer. Run the "
+                              "pipeline with `agentgym train -c FILE`, then LLMAgent(base_model=<its last checkpoint>)")
         trainer = build_component(manager, "trainers", cfg.trainer, cfg, manager)
         metrics = trainer.fit()
         ckpt = trainer.run_dir.latest_checkpoint() if getattr(trainer, "run_dir", None) is not None else None
