@@ -1,6 +1,8 @@
 """AgentGym core: hookspecs, plugin manager, registries, config, env protocol, agent and rollout.
 
-Import-light by design: nothing here imports torch.
+Import-light by design: nothing here imports torch. The seed project's ``LLMAgent`` is the
+``agentgym-rl`` umbrella's (``from agentgym.agents import LLMAgent``), which depends on the
+plugins it trains with; core names no plugin.
 """
 from __future__ import annotations
 
@@ -10,12 +12,10 @@ from typing import Any
 
 from .env.base import BaseEnv
 from .errors import AgentGymError, ConfigError, PluginLoadError, UnknownNameError
-from .hookspecs import hookimpl
 
 __all__ = [
     "AgentGymError",
     "BaseEnv",
-    "LLMAgent",
     "ConfigError",
     "PluginLoadError",
     "UnknownNameError",
@@ -24,9 +24,15 @@ __all__ = [
 ]
 
 
-def __getattr__(name: str) -> Any:  # LLMAgent loads on first use: `import agentgym_core` stays cheap
-    if name == "LLMAgent":
-        from .agent_api import LLMAgent
+def __getattr__(name: str) -> Any:
+    if name == "hookimpl":  # on first use: `agentgym --help` does not import pluggy
+        from .hookspecs import hookimpl
 
-        return LLMAgent
+        globals()["hookimpl"] = hookimpl
+        return hookimpl
+    if name == "LLMAgent":  # where it was before it moved to the umbrella
+        from .catalogue import UMBRELLA, install_hint
+
+        raise AttributeError(f"agentgym_core has no LLMAgent: it is in the {UMBRELLA} distribution, "
+                             f"`from agentgym.agents import LLMAgent` (to install it: {install_hint(UMBRELLA)})")
     raise AttributeError(f"module 'agentgym_core' has no attribute {name!r}")

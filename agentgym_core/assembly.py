@@ -45,9 +45,12 @@ class AgentSettings:
     temperature: float = 1.0
     top_p: float = 1.0
     max_new_tokens: int = 64
-    #: Tokens an episode may reach in all (prompt and every turn).
+    #: Tokens the stored episode may reach in all (prompt and every turn).
     max_episode_tokens: int = 2048
-    #: The model's context: an episode ends (``context``) before its prompt outgrows it (None: no cap).
+    #: Tokens the model may generate over an episode (0: no budget).
+    max_generated_tokens: int = 0
+    #: The model's context: prompt shown (see ``history_window`` / the context policy) plus reply; an
+    #: episode ends (``context``) when the next one would not fit (None: no cap).
     max_context: int | None = None
     chat_template: str | None = None
     #: Episodes in flight at once.
@@ -63,7 +66,8 @@ class AgentSettings:
             system_prompt=agent.system_prompt, action_format=agent.action_format,
             history_window=int(agent.history_window), instruction_position=agent.instruction_position,
             temperature=float(roll.temperature), top_p=float(roll.top_p), max_new_tokens=int(roll.max_new_tokens),
-            max_episode_tokens=int(roll.max_episode_tokens), max_context=int(model.max_context),
+            max_episode_tokens=int(roll.max_episode_tokens), max_generated_tokens=int(roll.max_generated_tokens),
+            max_context=int(model.max_context),
             chat_template=model.chat_template, concurrency=int(roll.concurrency), lockstep=bool(roll.lockstep),
             seed=int(cfg.run.seed),
         )
@@ -82,6 +86,9 @@ class RunParts:
     #: How the episodes of a task are played (:mod:`agentgym_core.rollout.strategy`; default: one
     #: episode per task, every reply an action).
     strategy: Any = field(default_factory=lambda: default_strategy())
+    #: What the model sees of an episode for each reply (:mod:`agentgym_core.rollout.context`; None: the
+    #: whole episode, or the window ``agent.history_window`` asks for).
+    context: Any = None
     engine: Any = None
     scheduler: Any = None
     #: ``(reward component, weight)`` pairs, summed per turn by :meth:`score`.
@@ -157,6 +164,7 @@ async def assemble(cfg: Any, manager: Any = None, *, local: bool = False, model:
         parts.env = await pool.spec(cfg.env.name)
         parts.agent = AgentSettings.from_config(cfg)
         parts.strategy = build_component(manager, "strategies", cfg.agent.strategy)
+        parts.context = context_policy(cfg, manager)
         parts.scheduler = build_component(manager, "schedulers", cfg.scheduler)
         parts.rewards = [(build_component(manager, "rewards", r), float(r.weight)) for r in cfg.rewards]
         if model is not None:
@@ -169,11 +177,11 @@ async def assemble(cfg: Any, manager: Any = None, *, local: bool = False, model:
 
 def local_parts(engine: Any, env: Any, *, name: str | None = None, agent: AgentSettings | None = None,
                 instruction: str | None = None, owns_engine: bool = False, strategy: Any = None,
-                **settings: Any) -> RunParts:
+                context: Any = None, **settings: Any) -> RunParts:
     """Parts for playing a ``BaseEnv`` subclass, factory or instance in this process with *engine*,
     without a run config (``LLMAgent.infer``, tests, benchmarks). *settings* are
     :class:`AgentSettings` fields; *instruction* replaces the env's; *strategy* is a built
-    strategy (None: the default)."""
+    strategy (None: the default); *context* a built context policy (None: from ``history_window``)."""
     import functools
 
     from .env.base import BaseEnv
@@ -194,7 +202,22 @@ def local_parts(engine: Any, env: Any, *, name: str | None = None, agent: AgentS
         spec = dataclasses.replace(spec, instruction=instruction)
     settings_obj = (agent or AgentSettings()).replace(**settings) if settings else (agent or AgentSettings())
     return RunParts(pool=pool, env=spec, agent=settings_obj, strategy=strategy or default_strategy(), engine=engine,
-                    owns_engine=owns_engine)
+                    owns_engine=owns_engine, context=context)
+
+
+def context_policy(cfg: Any, manager: Any) -> Any:
+    """The context policy of *cfg*: ``agent.context``, or the window ``agent.history_window: K`` stands for."""
+    from .config import build_component
+    from .rollout.context import window_or_full
+
+    section, window = cfg.agent.context, int(cfg.agent.history_window)
+    if window > 0:
+        if section.name != "full":
+            raise ConfigError(
+                f"agent.history_window ({window}) and agent.context ({section.name}) both say what the model sees: "
+                f"give one (agent.history_window: {window} is agent.context: {{name: window, turns: {window}}})")
+        return window_or_full(window)
+    return build_component(manager, "contexts", section)
 
 
 def default_strategy() -> Any:

@@ -7,30 +7,61 @@ says why in one line and how to fix it. Nothing here imports torch; the backends
 from __future__ import annotations
 
 import functools
+import os
 from typing import Any
 
+from .catalogue import AUTO_BACKENDS
 from .errors import AgentGymError
 
-#: The order ``auto`` tries accelerators in before falling back to ``cpu``.
-AUTO_ORDER = ("cuda", "npu")
+#: The order ``auto`` tries accelerators in before falling back to ``cpu`` (the plugin catalogue's).
+AUTO_ORDER = AUTO_BACKENDS
 
 
 class BackendUnavailableError(AgentGymError):
     """The configured backend cannot run on this machine (no device, vendor module missing)."""
 
 
-@functools.lru_cache(maxsize=1)
+#: Set to ``1`` or ``0`` to force what a CPU run decides on "native bf16" (``dtype: auto``, the
+#: trainer's bf16 autocast), whatever this CPU has: to reproduce the other kind of machine here.
+CPU_BF16_ENV = "AGENTGYM_CPU_BF16"
+
+_TRUE, _FALSE = ("1", "true", "yes", "on"), ("0", "false", "no", "off")
+
+
 def cpu_supports_bf16() -> bool:
     """True when the CPU computes bf16 natively (AVX512-BF16 or AMX); elsewhere bf16 is slower than fp32.
 
-    The one answer for the ``cpu`` backend, the engines' ``dtype: auto`` and the trainer.
+    The one answer for the ``cpu`` backend, the engines' ``dtype: auto`` and the trainer. The
+    environment variable ``AGENTGYM_CPU_BF16`` (``1`` / ``0``) overrides what ``/proc/cpuinfo`` says.
     """
+    forced = os.environ.get(CPU_BF16_ENV, "").strip().lower()
+    if forced in _TRUE:
+        return True
+    if forced in _FALSE:
+        return False
+    if forced:
+        raise AgentGymError(f"{CPU_BF16_ENV}={os.environ[CPU_BF16_ENV]!r} is not understood: set it to 1 (act as a "
+                            "CPU with native bf16) or 0 (act as one without), or unset it to detect this CPU's")
+    return cpu_has_bf16_flags()
+
+
+@functools.lru_cache(maxsize=1)
+def cpu_has_bf16_flags() -> bool:
+    """What ``/proc/cpuinfo`` says: ``avx512_bf16`` or ``amx_bf16`` among the CPU flags."""
     try:
         with open("/proc/cpuinfo") as f:
             flags = f.read()
     except OSError:
         return False
     return "avx512_bf16" in flags or "amx_bf16" in flags
+
+
+def cpu_bf16_reason() -> str:
+    """One line saying what decided :func:`cpu_supports_bf16` (for logs and test headers)."""
+    forced = os.environ.get(CPU_BF16_ENV, "").strip()
+    if forced:
+        return f"{CPU_BF16_ENV}={forced}"
+    return "avx512_bf16/amx_bf16 in /proc/cpuinfo" if cpu_has_bf16_flags() else "no avx512_bf16/amx_bf16 in /proc/cpuinfo"
 
 
 def _section_name(backend_cfg: Any) -> str:

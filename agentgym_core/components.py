@@ -1,4 +1,5 @@
-"""Base classes of the plugin kinds that core defines (env and engine live in ``env/`` and ``engine.py``).
+"""Base classes of the plugin kinds that core defines (env and engine live in ``env/`` and ``engine.py``,
+the trainer and its lifecycle in ``trainer.py``).
 
 Each is deliberately small: a plugin subclasses one and registers its import string. A
 component receives its config dataclass fields as keyword arguments.
@@ -6,6 +7,10 @@ component receives its config dataclass fields as keyword arguments.
 from __future__ import annotations
 
 from typing import Any
+
+from .trainer import StepResult, Trainer, TrainerConfig
+
+__all__ = ["Backend", "Reward", "Scheduler", "StepResult", "Trainer", "TrainerConfig"]
 
 
 class Scheduler:
@@ -70,65 +75,3 @@ class Backend:
 
     def setup(self) -> None:
         """Prepare the process (import vendor modules, set env vars). Default: nothing."""
-
-
-class Trainer:
-    """Runs a whole training job from a resolved run config, and owns its run directory.
-
-    :param config: the resolved run config (``DictConfig``).
-    :param manager: the plugin manager, to build the other components by name.
-    :param resume: a run directory to continue (``agentgym train --resume``), or None.
-    :param options: the ``trainer`` section's own options.
-
-    A subclass calls :meth:`open_run_dir` once, writes through :attr:`run_dir`
-    (:class:`~agentgym_core.rundir.RunDir`), records evaluations in :attr:`summary` and fires
-    the lifecycle hooks; plots and reports come from plugins listening to those hooks.
-    """
-
-    def __init__(self, config: Any, manager: Any, *, resume: Any = None, **options: Any) -> None:
-        self.config = config
-        self.manager = manager
-        self.resume = resume
-        self.options = options
-        #: Evaluation summaries of this run by tag (``before``, ``after``).
-        self.summary: dict[str, Any] = {}
-        self.run_dir: Any = None
-        #: The checkpoint a resumed run continues from (None: a new run).
-        self.checkpoint: Any = None
-
-    def fit(self) -> dict[str, float]:
-        """Train; return the final metrics."""
-        raise NotImplementedError
-
-    def open_run_dir(self, *, main: bool = True, barrier: Any = None) -> Any:
-        """Take the run directory (``run.output_dir/run.name``, or the one being resumed).
-
-        A new run refuses a folder that holds an earlier run unless ``run.overwrite`` (then the
-        main process deletes it, after *barrier* lets every process check first) and writes
-        ``config.yaml``; a resumed run finds its latest checkpoint (:attr:`checkpoint`).
-        """
-        import shutil
-        import sys
-        from pathlib import Path
-
-        from .config import to_yaml
-        from .rundir import RunDir, RunDirError
-
-        cfg = self.config
-        path = Path(self.resume) if self.resume else Path(cfg.run.output_dir) / cfg.run.name
-        if self.resume:
-            self.checkpoint = RunDir(path).latest_checkpoint()
-            if self.checkpoint is None:
-                raise RunDirError(f"--resume {path}: no complete checkpoint under checkpoints/; "
-                                  "start a new run without --resume")
-        else:
-            clear = RunDir(path).check_new_run(bool(cfg.run.get("overwrite", False)))
-            if barrier is not None:
-                barrier()
-            if clear and main:
-                shutil.rmtree(path)
-                print(f"run.overwrite=true: deleted the earlier run in {path}", file=sys.stderr, flush=True)
-        self.run_dir = RunDir(path, writer=main)
-        if main and not self.resume:
-            self.run_dir.write_config(to_yaml(cfg))
-        return self.run_dir

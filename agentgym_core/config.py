@@ -20,7 +20,7 @@ from omegaconf.errors import OmegaConfBaseException
 
 from .errors import AgentGymError, ConfigError, UnknownNameError, did_you_mean
 from .registry import SINGULAR
-from .config_schema import DEFAULT_REWARDS, SECTIONS, SectionSpec
+from .config_schema import DEFAULT_REWARDS, SECTIONS, STAGES, SectionSpec
 
 
 def load_config(
@@ -151,10 +151,10 @@ def validate(raw: DictConfig, manager: Any = None) -> DictConfig:
 
         manager = get_plugin_manager()
     for key in raw:
-        if key not in SECTIONS:
+        if key not in SECTIONS and key != STAGES:
             raise ConfigError(
-                f"unknown config section {key!r}.{did_you_mean(str(key), SECTIONS)} "
-                f"Valid sections: {', '.join(SECTIONS)}"
+                f"unknown config section {key!r}.{did_you_mean(str(key), [*SECTIONS, STAGES])} "
+                f"Valid sections: {', '.join(SECTIONS)}, {STAGES}"
             )
     out: dict[str, Any] = {}
     for key, spec in SECTIONS.items():
@@ -178,6 +178,10 @@ def validate(raw: DictConfig, manager: Any = None) -> DictConfig:
         for secret_section, secret_key in SECRET_KEYS:
             if key == secret_section and out[key].get(secret_key) == REDACTED:
                 out[key][secret_key] = None  # read back from a run directory: use AGENTGYM_ENV_TOKEN
+    if STAGES in raw:  # a pipeline: every stage's config is checked now, before the first stage runs
+        from .pipeline import validate_stages
+
+        out[STAGES] = validate_stages(OmegaConf.create(out), raw[STAGES], manager)
     cfg = OmegaConf.create(out)
     OmegaConf.set_readonly(cfg, True)
     return cfg

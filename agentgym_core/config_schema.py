@@ -12,6 +12,7 @@ import math
 from dataclasses import dataclass, field
 from typing import Any, Optional
 
+from .catalogue import DEFAULT_COMPONENTS
 from .rollout.actions import FORMATS as ACTION_FORMATS
 
 
@@ -68,7 +69,9 @@ class ModelSection:
     dtype: str = "auto"
     #: A Jinja chat template that replaces the tokenizer's own (None: use the model's).
     chat_template: Optional[str] = None
-    #: Longest token sequence an episode may reach (prompt + all turns).
+    #: The model's context: the longest prompt the model attends to for a reply (what the context policy,
+    #: ``agent.context``, shows of the episode) plus that reply. With the full history that is the whole
+    #: episode so far; with a window it is much less. The stored episode has its own bounds (``rollout``).
     max_context: int = 2048
 
     def __post_init__(self) -> None:
@@ -83,7 +86,8 @@ class AgentSection:
     system_prompt: Optional[str] = None
     #: Action format override (``react``, ``tags``, ``free``); None: the env's own.
     action_format: Optional[str] = None
-    #: Keep only the last K turns in the prompt (0: keep all).
+    #: Keep only the last K turns in the prompt (0: keep all): shorthand for
+    #: ``agent.context: {name: window, turns: K}``; give one or the other.
     history_window: int = 0
     #: Where the env's instruction goes: ``system`` (the system message),
     #: ``before_observation`` or ``after_observation`` (inside the first user message, which
@@ -93,6 +97,10 @@ class AgentSection:
     #: ``reflect``, ...; ``agentgym list strategies``), as ``agent.strategy: reflect`` or with options
     #: ``agent.strategy: {name: reflect, attempts: 3}``; validated like a component section.
     strategy: Any = None
+    #: What the model sees of the episode for each reply: a registered context policy (``full``, the
+    #: default; ``window``; ``agentgym list contexts``), e.g. ``agent.context: {name: window, turns: 2,
+    #: chunked: true}``. The update scores every reply under the context it was sampled from.
+    context: Any = None
 
     def __post_init__(self) -> None:
         if self.action_format and self.action_format not in ACTION_FORMATS:
@@ -119,8 +127,12 @@ class RolloutSection:
     max_new_tokens: int = 64
     temperature: float = 1.0
     top_p: float = 1.0
-    #: Budget of tokens per episode (prompt + all turns); the episode ends when reached.
+    #: Budget of tokens of the stored episode (prompt + all turns, whatever the model was shown of it);
+    #: the episode ends (``max_tokens``) when reached.
     max_episode_tokens: int = 2048
+    #: Budget of tokens the model may generate over one episode, all replies together (0: no budget); the
+    #: episode ends (``max_generated``) when reached.
+    max_generated_tokens: int = 0
     #: Write every step's trajectories as JSONL into the run directory.
     dump_trajectories: bool = True
     #: Send the engine a batch only when every episode in flight has asked for its next reply
@@ -131,6 +143,7 @@ class RolloutSection:
     def __post_init__(self) -> None:
         for key in ("tasks_per_step", "group_size", "concurrency", "max_new_tokens", "max_episode_tokens"):
             check_range(f"rollout.{key}", getattr(self, key), ge=1)
+        check_range("rollout.max_generated_tokens", self.max_generated_tokens, ge=0, note="0: no budget")
         check_range("rollout.temperature", self.temperature, ge=0, note="0: greedy")
         check_range("rollout.top_p", self.top_p, gt=0, le=1)
 
@@ -218,15 +231,20 @@ SECTIONS: dict[str, SectionSpec] = {
     "run": SectionSpec(RunSection),
     "model": SectionSpec(ModelSection),
     "agent": SectionSpec(AgentSection, nested={
-        "strategy": SectionSpec(ComponentCoreKeys, kind="strategies", default_name="default")}),
+        "strategy": SectionSpec(ComponentCoreKeys, kind="strategies", default_name="default"),
+        "context": SectionSpec(ComponentCoreKeys, kind="contexts", default_name="full")}),
     "rollout": SectionSpec(RolloutSection),
     "eval": SectionSpec(EvalSection),
     "env": SectionSpec(EnvCoreKeys, kind="envs"),
-    "engine": SectionSpec(ComponentCoreKeys, kind="engines", default_name="hf"),
+    "engine": SectionSpec(ComponentCoreKeys, kind="engines", default_name=DEFAULT_COMPONENTS["engine"]),
     "scheduler": SectionSpec(ComponentCoreKeys, kind="schedulers", default_name="fixed"),
     "backend": SectionSpec(ComponentCoreKeys, kind="backends", default_name="auto"),
-    "trainer": SectionSpec(ComponentCoreKeys, kind="trainers", default_name="rl"),
+    "trainer": SectionSpec(ComponentCoreKeys, kind="trainers", default_name=DEFAULT_COMPONENTS["trainer"]),
     "rewards": SectionSpec(RewardCoreKeys, kind="rewards", is_list=True),
 }
 
 DEFAULT_REWARDS: list[dict[str, Any]] = [{"name": "success", "weight": 1.0}]
+
+#: The key of a pipeline's stages: a list of ``{name: <folder>, <section>: {...}, ...}``, each stage's
+#: sections merged onto the rest of the file (:mod:`agentgym_core.pipeline`).
+STAGES = "stages"

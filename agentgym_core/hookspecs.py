@@ -91,6 +91,19 @@ def register_strategies(registry: Any) -> None:
 
 
 @hookspec
+def register_context_policies(registry: Any) -> None:
+    """Register context policies: what the model sees of an episode for each reply.
+
+    :param registry: the contexts registry; ``registry.add("name", "pkg.module:PolicyClass")`` where
+        the class subclasses :class:`~agentgym_core.rollout.context.ContextPolicy` and returns, from
+        ``spans(view)``, the spans of the episode's tokens the model's prompt is made of. Core's
+        ``full`` and ``window`` come through this hook too.
+    Fires once when the plugin manager is built. Returns nothing. Selected by ``agent.context``;
+    the update scores every reply under the spans it was sampled from.
+    """
+
+
+@hookspec
 def register_commands(registry: Any) -> None:
     """Register ``agentgym`` CLI commands (simonw/llm's ``register_commands``, as import strings).
 
@@ -99,6 +112,20 @@ def register_commands(registry: Any) -> None:
         commands (``train``, ``eval``, ...) come through this hook too; the command module is
         imported only when the command runs (or ``agentgym NAME --help`` is asked for).
     Fires once when the plugin manager is built. Returns nothing.
+    """
+
+
+@hookspec
+def register_experts(registry: Any) -> None:
+    """Register experts: scripted policies that play an env (the upper bound of an evaluation table,
+    and the demonstrations of ``agentgym demos`` for a warm start).
+
+    :param registry: the experts registry; ``registry.add("<env>.<name>", "pkg.module:expert")`` where
+        the target is a generator function ``expert(env, observation)`` that yields actions (as the
+        agent writes them for the env) and receives each step's observation; see
+        :mod:`agentgym_core.experts`.
+    Fires once when the plugin manager is built. Returns nothing. Used by ``agentgym eval --expert
+    NAME`` and ``agentgym demos ENV --expert NAME``.
     """
 
 
@@ -169,6 +196,8 @@ REGISTRATION_HOOKS = {
     "trainers": "register_trainers",
     "engines": "register_engines",
     "strategies": "register_strategies",
+    "contexts": "register_context_policies",
     "commands": "register_commands",
+    "experts": "register_experts",
 }
 LIFECYCLE_HOOKS = ("on_run_start", "on_rollout_end", "on_step_end", "on_checkpoint", "on_run_end")

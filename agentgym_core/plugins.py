@@ -68,6 +68,8 @@ class PluginManager:
         self.pm.add_hookspecs(hookspecs)
         self.plugins: dict[str, PluginInfo] = {}
         self.registries: dict[str, Registry] = {kind: Registry(kind) for kind in KINDS}
+        #: Installed plugins the env-var switches left out: entry point name -> (distribution, the switch).
+        self.switched_off: dict[str, tuple[str | None, str]] = {}
         self._filled = False
 
     # -- loading ---------------------------------------------------------------------------
@@ -126,9 +128,11 @@ class PluginManager:
             if ep.name in seen:  # the same distribution visible twice on sys.path
                 continue
             seen.add(ep.name)
-            if ep.name in block or (allow is not None and ep.name not in allow):
-                continue
             dist = ep.dist.name if ep.dist is not None else None
+            if ep.name in block or (allow is not None and ep.name not in allow):
+                var = "AGENTGYM_DISABLE_PLUGINS" if ep.name in block else "AGENTGYM_LOAD_PLUGINS"
+                self.switched_off[ep.name] = (dist, f"{var}={os.environ.get(var, '')!r}")
+                continue
             version = ep.dist.version if ep.dist is not None else None
             try:
                 module = ep.load()

@@ -12,7 +12,8 @@ from typing import Any
 from .errors import ComponentImportError, DuplicateNameError, UnknownNameError, did_you_mean
 
 #: The plugin kinds, in the order the CLI lists them.
-KINDS = ("envs", "rewards", "schedulers", "backends", "trainers", "engines", "strategies", "commands")
+KINDS = ("envs", "rewards", "schedulers", "backends", "trainers", "engines", "strategies", "contexts", "commands",
+         "experts")
 
 #: Singular noun per kind, for messages ("unknown env 'x'").
 SINGULAR = {
@@ -23,51 +24,24 @@ SINGULAR = {
     "trainers": "trainer",
     "engines": "engine",
     "strategies": "strategy",
+    "contexts": "context policy",
     "commands": "command",
+    "experts": "expert",
 }
 
-#: Which distribution usually provides a name, so an unknown-name error can say what to install.
-KNOWN_PROVIDERS = {
-    "envs": {
-        "babyai": "agentgym-env-babyai",
-        "textcraft": "agentgym-env-textcraft",
-        "sciworld": "agentgym-env-sciworld",
-        "searchqa": "agentgym-env-searchqa",
-        "webnav": "agentgym-env-webnav",
-        "codefix": "agentgym-env-codefix",
-        "ecommerce": "agentgym-env-ecommerce",
-        "office": "agentgym-env-office",
-        "projects": "agentgym-env-projects",
-    },
-    "engines": {"hf": "agentgym-engine-hf", "vllm": "agentgym-engine-vllm"},
-    "trainers": {"rl": "agentgym-trainer-rl"},
-    "schedulers": {
-        "scaling_inter": "agentgym-scheduler-scaling",
-        "linear": "agentgym-scheduler-scaling",
-        "adaptive": "agentgym-scheduler-scaling",
-    },
-    "rewards": {
-        "format": "agentgym-reward-shaping",
-        "step_penalty": "agentgym-reward-shaping",
-        "decay": "agentgym-reward-shaping",
-        "normalize": "agentgym-reward-shaping",
-    },
-    "backends": {"cuda": "agentgym-backend-accel", "npu": "agentgym-backend-accel"},
-    "strategies": {"plan": "agentgym-strategy-basic", "reflect": "agentgym-strategy-basic"},
-    "commands": {"view": "agentgym-inspect", "report": "agentgym-inspect", "compare": "agentgym-inspect"},
-}
-
-
-def _provider_hint(noun: str, name: str, kind: str, provider: str) -> str:
-    """How to get a known component: install its distribution, or stop switching it off."""
+def provider_hint(noun: str, name: str, provider: str) -> str:
+    """How to get component *name* (a *noun*: "env", "command", ...) of AgentGym's distribution
+    *provider*: install it (a command that works here), or stop switching it off."""
     import os
     from importlib import metadata
+
+    from .catalogue import install_hint
 
     try:
         metadata.version(provider)
     except metadata.PackageNotFoundError:
         return (f"{noun.capitalize()} {name!r} is provided by the distribution {provider!r}, which is not installed: "
-                f"{install_command(provider, kind)}.")
+                f"{install_hint(provider)}.")
     switches = [f"{var}={os.environ[var]!r}" for var in ("AGENTGYM_DISABLE_PLUGINS", "AGENTGYM_LOAD_PLUGINS")
                 if var in os.environ]
     if switches:
@@ -75,19 +49,6 @@ def _provider_hint(noun: str, name: str, kind: str, provider: str) -> str:
                 f"because of {' and '.join(switches)}: change that setting.")
     return (f"{noun.capitalize()} {name!r} is provided by {provider!r}, which is installed but not loaded "
             "(did its plugin fail to import? see `agentgym plugins`).")
-
-
-def install_command(distribution: str, kind: str | None = None) -> str:
-    """How to install an AgentGym distribution: ``pip install agentgym-env-babyai``, plus the
-    checkout's folder when this core runs from a source checkout that has it."""
-    from pathlib import Path
-
-    command = f"pip install {distribution}"
-    root = Path(__file__).resolve().parent.parent
-    folder = root / "plugins" / (kind or "") / distribution.rsplit("-", 1)[-1] if kind else None
-    if folder is not None and (folder / "pyproject.toml").is_file():
-        command += f" (from this checkout: pip install -e {folder.relative_to(root)})"
-    return command
 
 
 def import_string(target: str) -> Any:
@@ -222,6 +183,11 @@ class Registry:
                 f"plugin {self._plugin!r} registered an invalid {SINGULAR[self.kind]} name {name!r}; "
                 "use letters, digits, '_', '-' or '.'"
             )
+        if self.kind == "experts" and not all(name.partition(".")[::2]):
+            raise ValueError(
+                f"plugin {self._plugin!r} registered the expert {name!r}; an expert's name is '<env>.<name>' "
+                "(e.g. 'babyai.oracle'), the env it plays first"
+            )
         if not isinstance(target, str):
             raise TypeError(
                 f"plugin {self._plugin!r} registered {SINGULAR[self.kind]} {name!r} with "
@@ -273,13 +239,16 @@ class Registry:
         noun = SINGULAR[self.kind]
         installed = ", ".join(self.names()) or "none"
         msg = f"unknown {noun} {name!r}.{did_you_mean(str(name), self._entries)} Installed {self.kind}: {installed}."
-        provider = KNOWN_PROVIDERS.get(self.kind, {}).get(name)
+        from .catalogue import provider_of
+
+        known = provider_of(self.kind, str(name))
+        provider = known.name if known is not None else None
         if ":" in str(name):
             article = "an" if noun[0] in "aeiou" else "a"
             msg += (f" An import string names {article} {noun} only for `agentgym env serve/play`; to use it in a run "
                     "config, register it with an entry point (README, 'Write a plugin') and give its name.")
         elif provider:
-            msg += " " + _provider_hint(noun, name, self.kind, provider)
+            msg += " " + provider_hint(noun, name, provider)
         else:
             msg += " The plugin that provides it may not be installed (see `agentgym plugins`)."
         raise UnknownNameError(msg)

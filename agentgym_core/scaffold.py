@@ -12,15 +12,18 @@ from pathlib import Path
 from string import Template
 
 from .errors import AgentGymError
+from .scaffold_trainer import TRAINER_COMPONENT, TRAINER_TEST
 
 KIND_TO_REGISTRY = {
     "env": "envs",
     "reward": "rewards",
     "scheduler": "schedulers",
     "backend": "backends",
+    "trainer": "trainers",
 }
-# Trainers and engines are larger than a template can honestly be: start from
-# plugins/trainers/rl or plugins/engines/hf instead.
+# Engines are larger than a template can honestly be: start from plugins/engines/hf instead. A
+# trainer is small on top of core's lifecycle (agentgym_core.trainer.Trainer): the template is one
+# that learns which system prompt makes the model act best; plugins/trainers/sft is a larger example.
 
 PYPROJECT = """\
 [build-system]
@@ -34,6 +37,10 @@ description = "AgentGym $kind plugin: $name"
 readme = "README.md"
 requires-python = ">=3.10"
 dependencies = ["agentgym-core"]
+
+[project.optional-dependencies]
+# pytest and what agentgym_core.testing needs, for this plugin's own tests
+test = ["agentgym-core[testing]"]
 
 [project.entry-points.agentgym]
 $name = "$package.plugin"
@@ -192,6 +199,7 @@ class $cls(Backend):
 
         torch.set_num_threads(self.threads)
 ''',
+    "trainer": TRAINER_COMPONENT,
 }
 
 TESTS = {
@@ -268,7 +276,7 @@ README = """\
 An AgentGym $kind plugin, created with `agentgym new plugin $name --kind $kind`.
 
 ```bash
-pip install -e .
+pip install -e '.[test]'    # the test extra brings pytest (agentgym-core[testing])
 agentgym plugins            # lists '$name'
 agentgym list $registry      # shows '$name'
 pytest tests
@@ -302,7 +310,7 @@ def create_plugin(name: str, kind: str, directory: Path) -> Path:
         f"{package}/__init__.py": "",
         f"{package}/plugin.py": PLUGIN,
         f"{package}/component.py": COMPONENTS[kind],
-        f"tests/test_{name}_{kind}.py": TESTS.get(kind, GENERIC_TEST),
+        f"tests/test_{name}_{kind}.py": TESTS.get(kind, TRAINER_TEST if kind == "trainer" else GENERIC_TEST),
     }
     for rel, text in files.items():
         path = target / rel

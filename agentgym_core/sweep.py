@@ -7,7 +7,9 @@ own ``agentgym train`` process (what a user would type; a crash in one run leave
 and the next starts with fresh memory). Every combination's config is checked, and every run
 directory is checked to be free, before the first run starts. After each run the summary
 (held-out success before and after, steps, wall time) is written to
-``<output_dir>/<name>-sweep.json``; the table is printed at the end. No torch here.
+``<output_dir>/<name>-sweep.json`` and its table to ``<name>-sweep.md``; the table is printed at
+the end. An evaluation written into a run's ``eval/`` later (``agentgym eval --model RUN``)
+updates the summaries listing that run (:func:`refresh`). No torch here.
 """
 from __future__ import annotations
 
@@ -128,11 +130,11 @@ def prepare(files: Sequence[str], overrides: Sequence[str], seeds: Sequence[int]
     return runs, out, str(base.run.name)
 
 
-def summary_row(run: SweepRun, out: Path, status: str, wall_s: float | None) -> dict[str, Any]:
-    """What the table says about one run, read back from its run directory."""
+def results(run_dir: Path) -> dict[str, Any]:
+    """What a run directory holds now: its last step and its held-out success before and after."""
     from .rundir import RunDir
 
-    rd = RunDir(out / run.name)
+    rd = RunDir(run_dir)
     evals = rd.eval_results()
     steps = [int(r["step"]) for r in rd.metrics() if isinstance(r.get("step"), int)]
 
@@ -140,10 +142,43 @@ def summary_row(run: SweepRun, out: Path, status: str, wall_s: float | None) -> 
         value = ((evals.get(tag) or {}).get("overall") or {}).get("success_rate")
         return float(value) if isinstance(value, (int, float)) else None
 
+    return {"steps": max(steps, default=0), "before": success("before"), "after": success("after")}
+
+
+def summary_row(run: SweepRun, out: Path, status: str, wall_s: float | None) -> dict[str, Any]:
+    """What the table says about one run, read back from its run directory."""
     return {"run": run.name, "seed": run.seed, "grid": dict(item.split("=", 1) for item in run.grid),
-            "status": status, "steps": max(steps, default=0), "before": success("before"),
-            "after": success("after"), "wall_s": None if wall_s is None else round(wall_s, 1),
+            "status": status, **results(out / run.name), "wall_s": None if wall_s is None else round(wall_s, 1),
             "run_dir": str(out / run.name)}
+
+
+def save_summary(path: Path, data: dict[str, Any]) -> None:
+    """Write the summary JSON and its table (``<name>-sweep.md``), each atomically."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    for target, text in ((path, json.dumps(data, indent=2)), (path.with_suffix(".md"), table(data["runs"]) + "\n")):
+        tmp = target.with_name(target.name + ".tmp")
+        tmp.write_text(text, encoding="utf-8")
+        os.replace(tmp, target)
+
+
+def refresh(run_dir: str | Path) -> list[Path]:
+    """Re-read *run_dir*'s steps and evaluations into every sweep summary next to it that lists it
+    (an evaluation written after the sweep: the table showed "–"); returns the summaries updated."""
+    run_dir = Path(run_dir).resolve()
+    updated = []
+    for path in sorted(run_dir.parent.glob("*-sweep.json")):
+        try:
+            data = json.loads(path.read_text(encoding="utf-8"))
+            rows = [r for r in data["runs"] if Path(r["run_dir"]).resolve() == run_dir]
+        except (OSError, ValueError, KeyError, TypeError):
+            continue  # not a summary this version wrote: leave it
+        if not rows:
+            continue
+        for row in rows:
+            row.update(results(run_dir))
+        save_summary(path, data)
+        updated.append(path)
+    return updated
 
 
 def table(rows: Sequence[dict[str, Any]]) -> str:
@@ -180,11 +215,7 @@ def run_sweep(files: Sequence[str], overrides: Sequence[str], seeds: Sequence[in
     rows = [summary_row(r, out, "not run", None) for r in runs]
 
     def save() -> None:
-        out.mkdir(parents=True, exist_ok=True)
-        data = {"config": list(files), "overrides": list(overrides), "runs": rows}
-        tmp = summary_path.with_name(summary_path.name + ".tmp")
-        tmp.write_text(json.dumps(data, indent=2), encoding="utf-8")
-        os.replace(tmp, summary_path)
+        save_summary(summary_path, {"config": list(files), "overrides": list(overrides), "runs": rows})
 
     echo(f"sweep: {len(runs)} runs into {out}/, {jobs} at a time: {', '.join(r.name for r in runs)}")
     waiting = list(enumerate(runs))

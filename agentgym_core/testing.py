@@ -4,11 +4,14 @@
 ``agentgym_core/env/base.py``, and :func:`play_over_http` plays one episode through a real
 env server in the AgentGym wire format. Neither needs pytest, which core does not install.
 
-Fixtures, defined only where pytest is installed (``pip install pytest``):
+Fixtures, defined only where pytest is installed (``pip install 'agentgym-core[testing]'``; a
+plugin made by ``agentgym new plugin`` declares it as its ``test`` extra):
 
 * ``plugin_manager`` -- a fresh manager with only core's defaults (no entry points);
 * ``register_plugin`` -- ``register_plugin(module_or_obj, name=...)`` adds an in-test plugin
-  to that manager and removes it after the test.
+  to that manager and removes it after the test;
+* ``force_cpu_bf16`` -- ``force_cpu_bf16(True | False)`` makes the test act as on a CPU with (or
+  without) native bf16, whatever this one has (``AGENTGYM_CPU_BF16``).
 """
 from __future__ import annotations
 
@@ -53,6 +56,27 @@ if pytest is not None:
         yield register
         for name in added:
             plugin_manager.unregister(name)
+
+    @pytest.fixture
+    def force_cpu_bf16(monkeypatch: Any) -> Callable[[bool], None]:
+        """``force_cpu_bf16(True)``: this test (and the processes it starts) act as on a CPU with native
+        bf16 (``dtype: auto`` is bf16, the trainer autocasts to bf16); ``False``: as on one without.
+        Tests whose expectations depend on that decision pin it, or run both ways on any machine."""
+        from .backend import CPU_BF16_ENV
+
+        def force(native: bool) -> None:
+            monkeypatch.setenv(CPU_BF16_ENV, "1" if native else "0")
+
+        return force
+
+
+def pytest_report_header(config: Any) -> str:
+    """Say which numeric path a CPU run takes here, and how to take the other machine's."""
+    from .backend import CPU_BF16_ENV, cpu_bf16_reason, cpu_supports_bf16
+
+    state = "on" if cpu_supports_bf16() else "off"
+    return (f"agentgym: CPU bf16 {state} ({cpu_bf16_reason()}); {CPU_BF16_ENV}=0 or 1 runs the path of the "
+            "other kind of CPU")
 
 
 class EnvContractError(AssertionError):
@@ -264,7 +288,8 @@ class ScriptedEngine:
     *replies* is a list of texts used in turn (the last one repeats) or a function of
     ``(prompt_text, call_number)``. Each reply is encoded with *tokenizer* and ends with
     *end_ids* (default: the tokenizer's EOS, ``<|im_end|>`` for ChatML models), with log-prob
-    *logprob* per token. Every prompt is kept in :attr:`prompts` (token ids).
+    *logprob* per token, cut at the request's ``max_new_tokens`` (finish reason ``length``) as a real
+    engine cuts it. Every prompt is kept in :attr:`prompts` (token ids).
     """
 
     shares_weights = False
@@ -294,7 +319,10 @@ class ScriptedEngine:
             else:
                 text = self.replies[min(n, len(self.replies)) - 1]
             ids = self._tokenizer.encode(text, add_special_tokens=False) + self.end_ids
-            out.append(GenerationResult(ids, [self.logprob] * len(ids), "stop", len(request.prompt_ids)))
+            limit = request.params.max_new_tokens  # as a real engine: never more than asked for
+            finish = "stop" if len(ids) <= limit else "length"
+            ids = ids[:limit]
+            out.append(GenerationResult(ids, [self.logprob] * len(ids), finish, len(request.prompt_ids)))
         return out
 
     def update_weights(self, source: Any) -> None:

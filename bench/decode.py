@@ -99,7 +99,7 @@ def main() -> int:
         rate = {label: generated / best[label] for label in engines}
         rows.append((name, len(reqs), generated, best["plain"], rate["plain"], best["static"], rate["static"],
                      rate["static"] / rate["plain"], same))
-    static = engines["static"]._static
+    static = engines["static"].static
     if static.broken:
         print(f"warning: the static path fell back to the plain one: {static.broken}", file=sys.stderr)
     load = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")

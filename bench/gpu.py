@@ -127,8 +127,8 @@ def bench_rollout(model, tok, device: str, batch: int, turns: int, new_tokens: i
            "seconds": wall, "tokens": generated, "tokens_per_s": generated / wall, "episode_tokens": total,
            "prefill_tokens": prefill, "mean_batch": stats.get("mean_batch"), "peak_gib": _peak_gib(device),
            "warmup_seconds": warm}
-    if engine._static is not None:
-        static = engine._static
+    if engine.static is not None:
+        static = engine.static
         row.update(fell_back=static.broken, graphs=static.graphs.captures if static.graphs else 0,
                    decode_steps=static.steps)
     engine.close()

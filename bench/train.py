@@ -31,14 +31,11 @@ def load(name: str):
 def ours(name: str, episodes: int, group: int, prompt: int, completion: int, steps: int, share: bool,
          lora_layers: int = 0, system: int = 0) -> float:
     from agentgym_core.rollout.trajectory import Trajectory, Turn
-    from agentgym_trainer_rl.algorithms import ALGORITHMS, EstimatorOptions
-    from agentgym_trainer_rl.batch import build_batch
-    from agentgym_trainer_rl.policy import PolicyModule
-    from agentgym_trainer_rl.update import Updater, UpdateSettings
+    from agentgym_trainer_rl import ALGORITHMS, EstimatorOptions, PolicyModule, Updater, UpdateSettings, build_batch
 
     lm, _ = load(name)
     if lora_layers:  # the quickstart's adapters: every projection of the last N layers
-        from agentgym_trainer_rl.policy import apply_lora
+        from agentgym_trainer_rl import apply_lora
 
         targets = ["q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"]
         lm = apply_lora(lm, 16, 32, 0.0, targets, lora_layers)

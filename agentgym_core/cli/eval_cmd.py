@@ -20,21 +20,28 @@ from agentgym_core.errors import AgentGymError
 
 def resolve_model(model: str) -> tuple[str, Path | None]:
     """``(model path, run dir)``: a run directory means its latest checkpoint."""
-    from agentgym_core.models import BUNDLED, is_alias
+    from agentgym_core.models import BUNDLED, is_alias, looks_like_hub_id
     from agentgym_core.rundir import RunDir, is_run_dir
 
+    from agentgym_core.pipeline import is_pipeline_dir, stage_dirs
+
+    if is_pipeline_dir(model):  # a pipeline: its last stage that has a checkpoint
+        stages = [folder for _, folder in stage_dirs(model) if RunDir(folder).latest_checkpoint() is not None]
+        if not stages:
+            raise AgentGymError(f"pipeline {model!r} has no stage with a checkpoint yet")
+        model = str(stages[-1])
     if is_run_dir(model):
         run = RunDir(model)
         return str(run.require_checkpoint()), run.path
     path = Path(model).expanduser()
-    if not is_alias(model) and not path.exists():
+    if not is_alias(model) and not path.exists() and not looks_like_hub_id(model):  # a hub id: the loader's to find
         from agentgym_core.errors import did_you_mean
 
         parent = path.parent if path.parent.is_dir() else None
         near = did_you_mean(path.name, [p.name for p in parent.iterdir()]) if parent else ""
         raise AgentGymError(
             f"--model {model!r} does not exist.{near} Pass a run directory (runs/<name>), a model folder "
-            f"with config.json, or a bundled alias ({', '.join(BUNDLED)})"
+            f"with config.json, a Hugging Face hub id (org/name), or a bundled alias ({', '.join(BUNDLED)})"
         )
     return model, None
 
@@ -52,10 +59,22 @@ def comparison_inputs(items: tuple[str, ...]) -> dict[str, dict[str, Any]]:
     """``{column name: summary}`` from run dirs (their ``eval/*.json``) and summary JSON files."""
     from agentgym_core.rundir import RunDir, is_run_dir, load_summary
 
+    from agentgym_core.pipeline import is_pipeline_dir, stage_dirs
+
     out: dict[str, dict[str, Any]] = {}
     for item in items:
         p = Path(item)
-        if p.is_dir():
+        if is_pipeline_dir(p):  # its stages in order: sft:before, sft:after, rl:after, ...
+            evals = {f"{name}:{tag}": summary for name, folder in stage_dirs(p)
+                     for tag, summary in RunDir(folder).eval_results().items()}
+            if not evals:
+                raise AgentGymError(f"--compare: pipeline {item!r} has no evaluation yet")
+            if len(items) == 1:
+                out.update(evals)
+            else:  # several: each one's latest result (its last stage's)
+                key, summary = list(evals.items())[-1]
+                out[f"{p.resolve().name}/{key}"] = summary
+        elif p.is_dir():
             if not is_run_dir(p) and not (p / "eval").is_dir():
                 raise AgentGymError(f"--compare: {item!r} is neither a run directory nor an eval JSON file")
             evals = RunDir(p).eval_results()
@@ -137,12 +156,14 @@ def default_out(model: str, run_dir: Path | None, split: str, k: int, strategy: 
 @click.option("--local/--servers", default=False, help="Run envs in this process instead of launching env servers.")
 @click.option("--strategy", default=None,
               help="Agent strategy (default, plan, reflect, ...; `agentgym list strategies`) [default: agent.strategy].")
+@click.option("--expert", default=None,
+              help="Evaluate an expert registered by the env's plugin instead of a model (`agentgym list experts`).")
 @click.option("--out", type=click.Path(), default=None, help="JSON file to write (a .md twin is written next to it).")
 @click.option("--compare", is_flag=True, help="Print the given runs / eval JSON files side by side instead.")
 @click.argument("args", nargs=-1)
 def eval_(files: tuple[str, ...], model: str | None, split: str | None, k: int | None, tasks: int | None,
-          temperature: float | None, max_turns: int | None, local: bool, strategy: str | None, out: str | None,
-          compare: bool, args: tuple[str, ...]) -> None:
+          temperature: float | None, max_turns: int | None, local: bool, strategy: str | None, expert: str | None,
+          out: str | None, compare: bool, args: tuple[str, ...]) -> None:
     """Evaluate a model on an env's test split (Avg@k, Pass@k, success, turns, per category).
 
     ARGS are config overrides (key.path=value), or with --compare the runs / JSON files to compare.
@@ -160,8 +181,10 @@ def eval_(files: tuple[str, ...], model: str | None, split: str | None, k: int |
         if out:
             Path(out).write_text(table + "\n", encoding="utf-8")
         return
-    if not model:
-        raise click.UsageError("--model is required (a model folder, an alias, or a run directory)")
+    if expert and model:
+        raise click.UsageError("--model and --expert each name what to evaluate: give one of them")
+    if not model and not expert:
+        raise click.UsageError("--model is required (a model folder, an alias, or a run directory), or --expert NAME")
     for a in args:
         if "=" not in a:
             raise click.UsageError(f"unexpected argument {a!r}: overrides look like key.path=value "
@@ -169,11 +192,12 @@ def eval_(files: tuple[str, ...], model: str | None, split: str | None, k: int |
     from agentgym_core.config import load_config
     from agentgym_core.plugins import get_plugin_manager
 
-    model_path, run_dir = resolve_model(model)
+    model_path, run_dir = resolve_model(model) if model else (f"expert:{expert}", None)
     if not files and run_dir is not None and (run_dir / "config.yaml").is_file():
         files = (str(run_dir / "config.yaml"),)
-    if not files:
-        raise click.UsageError("-c CONFIG is required (it names the env) unless --model is a run directory")
+    if not files and not any(a.split("=", 1)[0] in ("env", "env.name") for a in args):
+        raise click.UsageError("-c CONFIG is required (it names the env) unless --model is a run directory "
+                               "(or name the env with env.name=NAME)")
     manager = get_plugin_manager()
     if strategy:  # the same as the override agent.strategy.name=NAME (options stay overrides)
         args = (f"agent.strategy.name={strategy}", *args)
@@ -184,21 +208,49 @@ def eval_(files: tuple[str, ...], model: str | None, split: str | None, k: int |
         raise click.UsageError("--k must be >= 1 and --tasks >= 0")
     from agentgym_core.evaluation import plan_evaluation
 
-    scheduler = None if max_turns else checkpoint_scheduler(cfg, manager, model_path)
+    if max_turns:
+        scheduler = None
+    elif model:
+        scheduler = checkpoint_scheduler(cfg, manager, model_path)
+    else:
+        from agentgym_core.config import build_component
+
+        scheduler = build_component(manager, "schedulers", cfg.scheduler)
     plan = plan_evaluation(cfg.eval, cfg.rollout, scheduler, split=split, k=k, tasks=tasks,
                            temperature=temperature, max_turns=max_turns)
     if plan.notice:
         click.echo(plan.notice, err=True)
-    out_path = Path(out) if out else default_out(model, run_dir, plan.split, plan.k, cfg.agent.strategy.name)
+    if expert:
+        from agentgym_core.experts import build_env, evaluate_expert, load_expert
+
+        name, play = load_expert(manager, cfg.env.name, expert)
+        model_path = f"expert {name}"
+        out_path = Path(out) if out else default_out(f"expert-{name}", None, plan.split, plan.k)
+    else:
+        out_path = Path(out) if out else default_out(model, run_dir, plan.split, plan.k, cfg.agent.strategy.name)
     dump = out_path.with_suffix(".jsonl")
     out_path.parent.mkdir(parents=True, exist_ok=True)
-    click.echo(f"Evaluating {model_path} on {cfg.env.name}/{plan.split}: k={plan.k}, horizon {plan.max_turns} turns, "
-               f"temperature {plan.temperature}, strategy {cfg.agent.strategy.name}", err=True)
-    summary, _ = asyncio.run(_evaluate(cfg, model_path, plan, local=local, manager=manager, dump_path=dump))
+    click.echo(f"Evaluating {model_path} on {cfg.env.name}/{plan.split}: k={plan.k}, horizon {plan.max_turns} turns"
+               + ("" if expert else f", temperature {plan.temperature}, strategy {cfg.agent.strategy.name}"), err=True)
+    if expert:
+        env, spec = build_env(cfg, manager)
+        try:
+            summary, _ = evaluate_expert(play, env, spec, plan, name=name, dump_path=dump)
+        finally:
+            env.close()
+    else:
+        summary, _ = asyncio.run(_evaluate(cfg, model_path, plan, local=local, manager=manager, dump_path=dump))
     table = to_markdown(summary)
     click.echo(table)
     out_path.write_text(json.dumps(summary, indent=2) + "\n", encoding="utf-8")
     out_path.with_suffix(".md").write_text(
         f"# Evaluation of `{model_path}` on {cfg.env.name}/{plan.split} (k={plan.k}, strategy "
-        f"{cfg.agent.strategy.name})\n\n{table}\n", encoding="utf-8")
+        f"{'expert' if expert else cfg.agent.strategy.name})\n\n{table}\n", encoding="utf-8")
     click.echo(f"Wrote {out_path}, {out_path.with_suffix('.md')} and the episodes in {dump}", err=True)
+    from agentgym_core.rundir import is_run_dir
+
+    if out_path.parent.name == "eval" and is_run_dir(out_path.parent.parent):  # an evaluation of a sweep's run
+        from agentgym_core.sweep import refresh
+
+        for summary_file in refresh(out_path.parent.parent):
+            click.echo(f"Updated the sweep summary {summary_file} (and its .md table)", err=True)

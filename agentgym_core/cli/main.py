@@ -1,4 +1,5 @@
-"""Entry point of ``agentgym``. Kept import-light: ``agentgym --help`` imports no command module.
+"""Entry point of ``agentgym``. Kept import-light: ``agentgym --help`` imports no command module,
+and with the cached command index (:mod:`.command_index`) no plugin either.
 
 The commands are what the ``register_commands`` hook registered, as import strings: core's
 (``train``, ``eval``, ...) through its internal plugin, others from plugins (``view``,
@@ -17,40 +18,66 @@ import click
 from agentgym_core import __version__
 
 
-def _commands(*, warn: bool) -> tuple[Any, Exception | None]:
-    """The commands registry, and the error of a plugin that failed to load. Such a plugin leaves
+def _manager(*, warn: bool) -> tuple[Any, Exception | None]:
+    """The plugin manager, and the error of a plugin that failed to load. Such a plugin leaves
     core's commands usable (``agentgym plugins`` says what is wrong), so ``--help`` never breaks;
     with *warn*, the error is said as a warning."""
     from agentgym_core.errors import PluginLoadError
     from agentgym_core.plugins import get_plugin_manager
 
     try:
-        return get_plugin_manager().registry("commands"), None
+        return get_plugin_manager(), None
     except PluginLoadError as exc:
         if warn:
             click.secho(f"warning: {exc}", fg="yellow", err=True)
-        return get_plugin_manager(entrypoints=False, fresh=True).registry("commands"), exc
+        return get_plugin_manager(entrypoints=False, fresh=True), exc
+
+
+def _index(*, warn: bool) -> list[tuple[str, str, str]]:
+    """Every command as (name, import string, description): the cached index (no plugin imported),
+    else from the plugins, indexed for next time when they all loaded."""
+    from . import command_index
+
+    cached = command_index.load()
+    if cached is not None:
+        return cached
+    manager, broken = _manager(warn=warn)
+    if broken is None:
+        return command_index.store(manager)
+    return [(e.name, e.target, e.description) for e in manager.registry("commands").in_order()]
+
+
+def _load(target: str) -> click.Command:
+    module_name, _, attr = target.partition(":")
+    return getattr(importlib.import_module(module_name), attr)
 
 
 class LazyGroup(click.Group):
     def list_commands(self, ctx: click.Context) -> list[str]:
-        return [e.name for e in _commands(warn=False)[0].in_order()]
+        return [name for name, _, _ in _index(warn=False)]
 
     def get_command(self, ctx: click.Context, name: str) -> click.Command | None:
         from agentgym_core.errors import UnknownNameError
 
-        registry, broken = _commands(warn=False)
+        from . import command_index
+
+        target = next((t for n, t, _ in command_index.load() or () if n == name), None)
+        if target is not None:
+            try:
+                return _load(target)
+            except (ImportError, AttributeError):  # moved since the index was written: ask the plugins
+                pass
+        manager, broken = _manager(warn=False)
         try:
-            entry = registry.get(name)
+            entry = manager.registry("commands").get(name)
         except UnknownNameError as exc:  # did you mean, or which distribution provides it
             if broken is not None:  # perhaps the broken plugin's command: its error says what to do
                 raise broken from None
             raise click.UsageError(str(exc), ctx) from None
-        module_name, _, attr = entry.target.partition(":")
-        return getattr(importlib.import_module(module_name), attr)
+        return _load(entry.target)
 
     def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
-        rows = [(e.name, e.description) for e in _commands(warn=True)[0].in_order()]
+        rows = [(name, description) for name, _, description in _index(warn=True)]
         if rows:
             with formatter.section("Commands"):
                 formatter.write_dl(rows)

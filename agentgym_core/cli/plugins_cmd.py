@@ -28,21 +28,71 @@ def plugins(as_json: bool) -> None:
             click.echo(f"    {kind}: {', '.join(names)}")
 
 
+#: What ``agentgym list`` takes: the registry kinds, and ``loggers`` (plugins that observe a run).
+LISTABLE = (*KINDS, "loggers")
+
+
 @click.command("list")
-@click.argument("kind", type=click.Choice(KINDS))
+@click.argument("kind", type=click.Choice(LISTABLE))
 @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
 def list_components(kind: str, as_json: bool) -> None:
-    """List registered components of KIND (envs, rewards, schedulers, backends, trainers, engines)."""
+    """List registered components of KIND (envs, rewards, schedulers, backends, trainers, engines, strategies,
+    commands), or the loggers: plugins that observe training runs through the lifecycle hooks."""
     from agentgym_core.plugins import get_plugin_manager
 
-    entries = get_plugin_manager().registry(kind).entries()
+    manager = get_plugin_manager()
+    if kind == "loggers":
+        rows = loggers(manager)
+        if as_json:
+            click.echo(json.dumps(rows, indent=2))
+            return
+        width = max((len(r["name"]) for r in rows), default=0)
+        for r in rows:
+            click.echo(f"{r['name']:<{width}}  [{r['distribution'] or '-'}]  {', '.join(r['hooks'])}")
+        if not rows:
+            click.echo("no loggers installed (plugins with lifecycle hooks: on_run_start, on_step_end, ...)")
+        for line in switched_off(manager, kind):
+            click.echo(line)
+        return
+    entries = manager.registry(kind).entries()
     if as_json:
         click.echo(json.dumps([e.to_dict() for e in entries], indent=2))
         return
     if not entries:
-        click.echo(f"no {kind} installed")
-        return
-    width = max(len(e.name) for e in entries)
+        off = switched_off(manager, kind)
+        click.echo(f"no {kind} registered" + (" (installed ones are switched off)" if off else " (none installed)"))
+    width = max((len(e.name) for e in entries), default=0)
     for e in entries:
         desc = f"  {e.description}" if e.description else ""
         click.echo(f"{e.name:<{width}}  [{e.plugin}]{desc}")
+    for line in switched_off(manager, kind):
+        click.echo(line)
+
+
+def loggers(manager) -> list[dict]:
+    """Plugins implementing a lifecycle hook (``on_run_start``, ``on_step_end``, ...), with the hooks."""
+    from agentgym_core.hookspecs import LIFECYCLE_HOOKS
+
+    found: dict[str, list[str]] = {}
+    for hook in LIFECYCLE_HOOKS:
+        for impl in getattr(manager.hook, hook).get_hookimpls():
+            found.setdefault(impl.plugin_name, []).append(hook)
+    return [{"name": name, "distribution": manager.plugins[name].distribution, "hooks": hooks}
+            for name, hooks in sorted(found.items()) if name in manager.plugins]
+
+
+def switched_off(manager, kind: str) -> list[str]:
+    """One line per installed plugin that AGENTGYM_DISABLE_PLUGINS / AGENTGYM_LOAD_PLUGINS left out
+    and that provides (or, unknown to the catalogue, may provide) components of *kind*."""
+    from agentgym_core.catalogue import BY_NAME
+
+    lines = []
+    for name, (dist, switch) in sorted(manager.switched_off.items()):
+        known = BY_NAME.get(dist or "")
+        provides = known.provides.get(kind, ()) if known is not None else None
+        if provides == ():
+            continue
+        what = f"its {kind} ({', '.join(provides)})" if provides else f"any {kind} it registers"
+        lines.append(f"switched off: plugin {name!r} ({dist or 'no distribution'}) by {switch}; "
+                     f"{what} not listed")
+    return lines

@@ -4,6 +4,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+from typing import Any
 
 import click
 
@@ -68,8 +69,12 @@ def train(files: tuple[str, ...], resume: str | None, num_processes: int, seeds:
                                 "(their output is above)")
         return
     cfg = load_config(list(files), overrides, manager=manager)
+    if "stages" in cfg:
+        _pipeline(cfg, manager, resume)
+        return
     trainer = build_component(manager, "trainers", cfg.trainer, cfg, manager, resume=resume)
     trainer.fit()
+    end_process_group()  # (a process that failed exits at once instead: the launcher stops the others)
     if int(os.environ.get("RANK", "0")) != 0:
         return
     summary = getattr(trainer, "summary", {}) or {}
@@ -80,7 +85,71 @@ def train(files: tuple[str, ...], resume: str | None, num_processes: int, seeds:
             click.echo(f"held-out success {tag:>6}: {row['success_rate']:.3f} ({row['n']} episodes, "
                        f"mean turns {row['turns_mean']:.1f})")
     run_dir = os.path.abspath(resume or os.path.join(cfg.run.output_dir, cfg.run.name))
-    click.echo(f"run: {run_dir} (agentgym report|view {_short(run_dir)}, agentgym eval --model {_short(run_dir)})")
+    click.echo(closing_line(run_dir, manager))
+
+
+def closing_line(run_dir: str, manager: Any) -> str:
+    """Where the run is and what to do with it: ``agentgym report|view`` where those commands are
+    installed, else that there are no plots and no report, and how to get them."""
+    short = _short(run_dir)
+    looking = [name for name in ("report", "view") if name in manager.registry("commands")]
+    if looking:
+        return f"run: {run_dir} (agentgym {'|'.join(looking)} {short}, agentgym eval --model {short})"
+    from agentgym_core.catalogue import provider_of
+    from agentgym_core.registry import provider_hint
+
+    provider = provider_of("commands", "report")
+    how = provider_hint("command", "report", provider.name) if provider else "A plugin providing `report` is missing."
+    return (f"run: {run_dir} (agentgym eval --model {short}); no plots and no report.html were written, they come "
+            f"with the `report` command. {how} Then `agentgym report {short}` writes them for this run.")
+
+
+#: Seconds a process waits at the end of training for the others before it says which did not come.
+END_TIMEOUT_S = 600.0
+
+
+def end_process_group(timeout: float = END_TIMEOUT_S) -> None:
+    """Leave a multi-process run together: every process waits for the others, then the process group
+    is destroyed, before any exits. A process that left while another was still inside a collective
+    (or tore its process group down at exit) could abort the other one; under load that happened.
+    A process that does not arrive within *timeout* is named (gloo's monitored barrier) instead of
+    hanging the others."""
+    if "torch" not in sys.modules:
+        return
+    import datetime
+
+    import torch.distributed as dist
+
+    if not (dist.is_available() and dist.is_initialized()):
+        return
+    try:
+        if dist.get_backend() == "gloo":
+            dist.monitored_barrier(timeout=datetime.timedelta(seconds=timeout), wait_all_ranks=True)
+        else:
+            dist.barrier()
+    except RuntimeError as exc:
+        print(f"rank {dist.get_rank()}: waited {timeout:.0f} s at the end of training for the other processes; "
+              f"{str(exc).splitlines()[0]}", file=sys.stderr, flush=True)
+    finally:
+        dist.destroy_process_group()
+
+
+def _pipeline(cfg, manager, resume: str | None) -> None:
+    """Train the stages of a pipeline config (``stages:``) and print each stage's held-out success."""
+    from agentgym_core.pipeline import run_pipeline
+
+    if int(os.environ.get("WORLD_SIZE", "1")) > 1:
+        from agentgym_core.errors import ConfigError
+
+        raise ConfigError("a pipeline (stages:) runs its stages one after another in one process; drop "
+                          "--num-processes")
+    stages = run_pipeline(cfg, manager, resume=resume, echo=lambda line: click.echo(line, err=True))
+    for s in stages:
+        evals = ", ".join(f"{tag} {100 * v:.1f}%" for tag, v in (s.get("eval") or {}).items() if v is not None)
+        click.echo(f"stage {s['name']:>8}: {s.get('status')}, {s.get('wall_s', 0):.0f} s"
+                   + (f", held-out success {evals}" if evals else ""))
+    run_dir = os.path.abspath(resume or os.path.join(cfg.run.output_dir, cfg.run.name))
+    click.echo(f"run: {run_dir} (agentgym eval --compare {_short(run_dir)}; each stage is a run directory)")
 
 
 def _short(path: str) -> str:

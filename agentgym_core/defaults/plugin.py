@@ -26,6 +26,14 @@ def register_strategies(registry):
                  description="one episode per task, every reply an action")
 
 
+@hookimpl
+def register_context_policies(registry):
+    registry.add("full", "agentgym_core.rollout.context:ContextPolicy",
+                 description="the model sees the whole episode so far")
+    registry.add("window", "agentgym_core.rollout.context:WindowContext",
+                 description="the initial prompt, a pinned turn and the last K turns (chunked: moves K at a time)")
+
+
 #: Core's commands, in the order ``agentgym --help`` lists them: (name, target, one line of help).
 COMMANDS = (
     ("plugins", "agentgym_core.cli.plugins_cmd:plugins", "List installed plugins and what each registered."),
@@ -35,7 +43,8 @@ COMMANDS = (
     ("env", "agentgym_core.cli.env_cmd:env", "Serve or play an environment."),
     ("rollout", "agentgym_core.cli.rollout_cmd:rollout", "Play episodes with a model and report success and speed."),
     ("train", "agentgym_core.cli.train_cmd:train", "Train an agent with RL from a config."),
-    ("eval", "agentgym_core.cli.eval_cmd:eval_", "Evaluate a model on an env's test split."),
+    ("eval", "agentgym_core.cli.eval_cmd:eval_", "Evaluate a model (or an env's expert) on an env's test split."),
+    ("demos", "agentgym_core.cli.demos_cmd:demos", "Record an expert's episodes on training tasks as chat JSONL."),
 )
 
 

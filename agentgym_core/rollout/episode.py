@@ -1,10 +1,12 @@
 """One episode as it grows: exact sampled tokens plus template-rendered deltas, and its budgets.
 
-The builder owns the token sequence, loss mask and logprobs of a :class:`Trajectory`. With a
-history window of K turns, the *model's prompt* keeps the initial prompt, a pinned turn (a
-strategy's plan, see :meth:`EpisodeBuilder.pin_last_turn`) and the last K other turns (cut at token
-level, so kept turns are still exactly as sampled); the trajectory itself keeps every turn, so
-training sees the whole episode while generation saw a shorter context.
+The builder owns the token sequence, loss mask and logprobs of a :class:`Trajectory`. The
+*model's prompt* for the next reply is chosen by a context policy
+(:mod:`agentgym_core.rollout.context`: the whole episode, or the initial prompt, a pinned turn
+-- a strategy's plan, see :meth:`EpisodeBuilder.pin_last_turn` -- and the last K turns, cut at token
+level so kept turns are still exactly as sampled). The trajectory keeps every turn, and each
+turn records the spans of the episode its reply was sampled from (``Turn.context``; None when
+that was the whole episode before it), which is what the update scores it under.
 """
 from __future__ import annotations
 
@@ -12,6 +14,7 @@ from typing import Any
 
 from ..engine import GenerationResult
 from .chat import ChatFormat, sentinel
+from .context import ContextPolicy, EpisodeView, Span, check_spans
 from .trajectory import Trajectory, Turn
 
 
@@ -23,11 +26,11 @@ class EpisodeBuilder:
         *,
         system: str,
         first_observation: str,
-        history_window: int = 0,
+        context: ContextPolicy | None = None,
     ) -> None:
         self.chat = chat
         self.traj = traj
-        self.history_window = history_window
+        self.context = context if context is not None else ContextPolicy()
         self.skeleton, self.skeleton_text, prompt_ids = chat.start(system, first_observation)
         self.messages = [dict(m) for m in self.skeleton]  # with the real assistant contents
         traj.token_ids = list(prompt_ids)
@@ -46,27 +49,37 @@ class EpisodeBuilder:
     def __len__(self) -> int:
         return len(self.traj.token_ids)
 
-    def model_prompt(self) -> list[int]:
-        """The token ids the model sees for its next reply: with history_window K, the initial prompt,
-        the pinned turn and the last K other turns."""
+    def view(self, extra: list[int] | None = None) -> EpisodeView:
+        """The episode as a context policy sees it (with *extra* tokens appended: a delta not committed yet)."""
+        ids = self.traj.token_ids if not extra else self.traj.token_ids + extra
+        return EpisodeView(ids, self.traj.prompt_len, tuple(self._turn_starts),
+                           tuple(t.kind for t in self.traj.turns), self._pinned)
+
+    def context_spans(self, extra: list[int] | None = None) -> list[Span]:
+        """The spans of the episode the model sees for its next reply (checked, merged)."""
+        view = self.view(extra)
+        return check_spans(self.context.spans(view), view.length, self.context.name)
+
+    def model_prompt(self) -> tuple[list[int], list[Span]]:
+        """The token ids the model sees for its next reply, and the spans of the episode they are."""
         ids = self.traj.token_ids
-        k, n, p = self.history_window, len(self._turn_starts), self._pinned
-        if k > 0 and p is not None and p >= n - k:
-            k += 1  # a pinned turn inside the window does not take one of its K places
-        if k <= 0 or n <= k:
-            return list(ids)
-        head = ids[: self.traj.prompt_len]
-        if p is not None and p < n - k:  # out of the window: its reply and what followed it
-            head = head + ids[self._turn_starts[p] : self._turn_starts[p + 1]]
-        return head + ids[self._turn_starts[-k] :]
+        spans = self.context_spans()
+        if spans == [(0, len(ids))]:
+            return list(ids), spans
+        return [t for a, b in spans for t in ids[a:b]], spans
+
+    def prompt_length(self, extra: list[int] | None = None) -> int:
+        """Tokens of the model's next prompt once *extra* (an observation delta) is appended."""
+        return sum(b - a for a, b in self.context_spans(extra))
 
     def pin_last_turn(self) -> None:
         """Keep the latest turn (its reply and the user message after it) in every later model prompt,
         also once the history window has moved past it; a later pin replaces it."""
         self._pinned = len(self._turn_starts) - 1
 
-    def add_reply(self, result: GenerationResult) -> Turn:
-        """Append the sampled tokens (loss mask 1) and start a turn for them."""
+    def add_reply(self, result: GenerationResult, context: list[Span] | None = None) -> Turn:
+        """Append the sampled tokens (loss mask 1) and start a turn for them; *context* is the spans of
+        the episode the reply was sampled from (recorded unless they are the whole episode before it)."""
         t = self.traj
         start = len(t.token_ids)
         self._turn_starts.append(start)
@@ -78,6 +91,10 @@ class EpisodeBuilder:
         turn = Turn(start=start, end=len(t.token_ids), text=self.chat.decode(result.token_ids), action=None)
         turn.finish_reason = result.finish_reason
         turn.prefill_tokens = result.prefill_tokens
+        if context is not None:
+            turn.prompt_tokens = sum(b - a for a, b in context)
+            if context != [(0, start)]:
+                turn.context = [[a, b] for a, b in context]
         self.contents.append(content)
         t.turns.append(turn)
         return turn

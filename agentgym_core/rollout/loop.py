@@ -18,7 +18,9 @@ from typing import TYPE_CHECKING, Any
 
 from ..engine import GenerationRequest, GenerationResult, SamplingParams
 from .actions import STOP_STRINGS, parse_action, parse_error_observation
+from ..errors import AgentGymError
 from .chat import ChatFormat
+from .context import window_or_full
 from .episode import EpisodeBuilder
 from .trajectory import Trajectory
 
@@ -65,11 +67,29 @@ class EpisodeLoop:
             stop_strings=tuple(STOP_STRINGS[self.format]) + self.chat.stop_strings,
             stop_token_ids=self.chat.stop_token_ids,
         )
+        #: The stored episode's bounds: all its tokens, and the tokens the model generated in it (0: none).
         self.budget = int(agent.max_episode_tokens)
+        self.generated_budget = int(agent.max_generated_tokens)
         #: An end-of-turn marker we may have to append after the last reply.
         self.reserve = len(self.chat.encode(self.chat.eot_text)) if self.chat.eot_text else 0
+        #: The model's bound: the prompt it attends to (what the context policy shows) plus its reply.
         self.context = int(agent.max_context) if agent.max_context else None
-        self.history_window = int(agent.history_window)
+        self.context_policy = parts.context if parts.context is not None else window_or_full(int(agent.history_window))
+        self._check_bounds()
+
+    def _check_bounds(self) -> None:
+        """Refuse bounds no episode can meet: the prompt before any observation does not fit."""
+        if not self.context:
+            return
+        _, _, ids = self.chat.start(self.system, self.first_message(""))
+        fixed = len(ids)
+        if fixed >= self.context:
+            where = "system prompt and instruction" if self.position == "system" else "instruction"
+            raise AgentGymError(
+                f"the prompt before any observation is {fixed} tokens ({self.env_name}'s {where}, rendered with "
+                f"the chat template), but model.max_context is {self.context}: no reply could ever be generated. "
+                f"Raise model.max_context (the model's limit allowing), or shorten the instruction "
+                f"(agent.system_prompt, the env's own options such as a brief instruction)")
 
     def new_trajectory(self, task: Task, *, attempt: int = 1, first: Trajectory | None = None) -> Trajectory:
         """An empty trajectory for *task*; attempts after the first are linked to *first* (attempt 1)."""
@@ -121,24 +141,29 @@ class EpisodeLoop:
                      first: str) -> EpisodeBuilder:
         text, kind = strategy.message(traj, self.first_message(first))
         ep = EpisodeBuilder(self.chat, traj, system=self.system, first_observation=text,
-                            history_window=self.history_window)
-        budget, context, reserve = self.budget, self.context, self.reserve
-        seq = actions = 0
+                            context=self.context_policy)
+        budget, context, reserve, generated_budget = self.budget, self.context, self.reserve, self.generated_budget
+        seq = actions = generated = 0
         # Attempt 1 samples with the seeds episodes always had; later attempts with their own.
         extra = () if traj.attempt == 1 else (traj.attempt,)
         traj.end_reason = "max_turns"
         while actions < self.max_turns:
-            room = min(budget - len(ep), (context - len(ep)) if context else budget) - reserve
+            prompt, spans = ep.model_prompt()
+            rooms = {"max_tokens": budget - len(ep) - reserve}  # first the bound the end reason names
+            if generated_budget:
+                rooms["max_generated"] = generated_budget - generated
+            if context:
+                rooms["context"] = context - len(prompt)
+            bound, room = min(rooms.items(), key=lambda kv: kv[1])
             if room < 1:
-                traj.end_reason = "max_tokens" if budget - len(ep) - reserve < 1 else "context"
+                traj.end_reason = bound
                 break
             limit = self.params["max_new_tokens"] if kind == ACTION else strategy.reply_tokens(kind)
-            prompt = ep.model_prompt()
             result = await self.generate(prompt, max_new_tokens=min(limit, room), order=task.index,
                                          seed=self.derive_seed(task.index, len(traj.turns), *extra),
                                          cache_key=traj.episode_id)
-            turn = ep.add_reply(result)
-            turn.prompt_tokens = len(prompt)
+            turn = ep.add_reply(result, spans)
+            generated += len(result.token_ids)
             if kind != ACTION:  # the strategy's own reply (a plan): kept in the episode, not sent to the env
                 turn.kind = kind
                 if kind in strategy.keep_in_context:
@@ -170,7 +195,7 @@ class EpisodeLoop:
                 text, kind = strategy.message(traj, obs)
             delta = ep.observation_delta(text)
             over_budget = len(ep) + len(delta) >= budget
-            over_context = context is not None and len(ep) + len(delta) >= context
+            over_context = bool(context) and ep.prompt_length(delta) >= context
             if over_budget or over_context:
                 traj.end_reason = "max_tokens" if over_budget else "context"
                 ep.close_reply()

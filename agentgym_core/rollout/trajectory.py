@@ -5,6 +5,9 @@ turns as the chat template renders them). ``loss_mask[i]`` is 1 exactly where to
 sampled by the model; ``logprobs[i]`` is its sampling log-probability (0.0 where masked out).
 Turn *k*'s generated tokens are ``token_ids[turns[k].start:turns[k].end]``; its reward is
 attached to token ``turns[k].end - 1``, the last token the model generated in that turn.
+``turns[k].context`` says what the model saw when it sampled them: None for the whole episode
+before the reply (``token_ids[:start]``), else the spans of ``token_ids`` whose concatenation was
+its prompt (a history window, a pinned plan, any context policy). Nothing is stored twice.
 """
 from __future__ import annotations
 
@@ -35,6 +38,9 @@ class Turn:
     prompt_tokens: int = 0
     #: Of those, the tokens the engine ran as prompt for this reply (the rest came from its KV cache).
     prefill_tokens: int = 0
+    #: The ``[start, end)`` spans of ``Trajectory.token_ids`` the reply was sampled from, when that
+    #: was not the whole episode before it (None): the update scores the reply under exactly these.
+    context: Optional[list[list[int]]] = None
     #: ``action`` (parsed and sent to the env), or a strategy's own kind of reply (``plan``), which is
     #: kept in the episode and answered by the strategy instead of the env.
     kind: str = "action"
@@ -53,7 +59,9 @@ class Trajectory:
     #: Length of the initial prompt (system + instruction + first observation).
     prompt_len: int
     turns: list[Turn] = field(default_factory=list)
-    #: ``done`` (env ended it), ``max_turns``, ``max_tokens``, ``context``, ``env_error``, ``engine_error``.
+    #: ``done`` (env ended it), ``max_turns``, ``max_tokens`` (``rollout.max_episode_tokens``: the stored
+    #: episode is full), ``max_generated`` (``rollout.max_generated_tokens``), ``context`` (the model's
+    #: next prompt and reply would not fit ``model.max_context``), ``env_error``, ``engine_error``.
     end_reason: str = "done"
     success: bool = False
     #: Sum of env rewards over the episode.
@@ -76,6 +84,9 @@ class Trajectory:
     first_episode_id: str = ""
     #: Text from earlier attempts put into this attempt's prompt (reflections): context, loss mask 0.
     memory: list[str] = field(default_factory=list)
+    #: An agent written elsewhere (the ``external`` strategy): its last call's messages and the reply, in
+    #: the OpenAI chat format, for reward plugins that judge the conversation (None: not recorded).
+    transcript: Optional[list[dict[str, Any]]] = None
 
     @property
     def num_turns(self) -> int:
@@ -86,7 +97,13 @@ class Trajectory:
         return sum(self.loss_mask)
 
     def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
+        data = asdict(self)
+        for turn in data["turns"]:  # written only where it says something (files stay as they were)
+            if turn.get("context") is None:
+                turn.pop("context", None)
+        if data.get("transcript") is None:
+            data.pop("transcript", None)
+        return data
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> "Trajectory":

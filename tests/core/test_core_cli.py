@@ -14,8 +14,9 @@ def test_plugins_json_lists_internal_defaults(run_cli):
     core = plugins["core"]
     assert core["internal"] and core["distribution"] == "agentgym-core"
     assert core["registered"] == {"rewards": ["success"], "schedulers": ["fixed"], "backends": ["cpu"],
-                                  "strategies": ["default"],
-                                  "commands": ["config", "env", "eval", "list", "new", "plugins", "rollout", "train"]}
+                                  "strategies": ["default"], "contexts": ["full", "window"],
+                                  "commands": ["config", "demos", "env", "eval", "list", "new", "plugins", "rollout",
+                                               "train"]}
 
 
 def test_third_party_plugin_is_listed(run_cli):

@@ -124,7 +124,7 @@ def test_json_only_on_the_wire(token_server):
     resp = httpx.post(f"{url}/step", content=payload, timeout=5,
                       headers={"authorization": f"Bearer {SECRET}", "content-type": "application/octet-stream"})
     assert resp.status_code == 400 and "not valid JSON" in resp.json()["error"]
-    wire = [ROOT / "agentgym_core" / "env", ROOT / "agentgym_core" / "rollout", ROOT / "agentgym_core" / "agent_api.py"]
+    wire = [ROOT / "agentgym_core" / "env", ROOT / "agentgym_core" / "rollout", ROOT / "plugins" / "umbrella" / "agentgym" / "agentgym"]
     files = [p for w in wire for p in ([w] if w.is_file() else w.rglob("*.py"))]
     assert files
     for path in files:

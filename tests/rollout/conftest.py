@@ -1,20 +1,17 @@
-"""Fixtures for agent/rollout tests: the SmolLM2 tokenizer (converted once) and tiny random models."""
+"""Fixtures for agent/rollout tests: the shared SmolLM2 tokenizer and a tiny random model of seed 0
+(``hf_tokenizer`` comes from ``agentgym_hf.testing``)."""
 from __future__ import annotations
 
 import pytest
 
 
 @pytest.fixture(scope="session")
-def smol_tokenizer():
-    import torch
-    from agentgym_hf.loading import load_tokenizer
-
-    torch.set_num_threads(1)  # the test machines are small and shared
-    return load_tokenizer("smollm2-135m-instruct")
+def smol_tokenizer(hf_tokenizer):
+    return hf_tokenizer
 
 
 @pytest.fixture(scope="session")
-def tiny_model(smol_tokenizer):
+def tiny_model(hf_tokenizer):
     from agentgym_hf.loading import tiny_random_model
 
-    return tiny_random_model(smol_tokenizer, seed=0)
+    return tiny_random_model(hf_tokenizer, seed=0)

@@ -152,7 +152,7 @@ def test_env_failure_marks_only_that_episode(smol_tokenizer, tiny_model):
         assert traj.failed and traj.end_reason == "env_error"
         assert "simulator crashed" in traj.error
         assert traj.num_turns == 1
-    assert not engine._cache, "episodes must release their KV cache"
+    assert not engine.plain.cache, "episodes must release their KV cache"
 
 
 class ExplodingEngine(HFEngine):

@@ -120,3 +120,26 @@ def test_sweep_trains_each_run_and_reports_the_failed_one(tmp_path):
                           env=ENV, capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert "2 runs" in proc.stdout and (tmp_path / "cmp" / "overview.png").is_file()
+
+
+def test_an_evaluation_written_later_updates_the_sweep_summary(tmp_path):
+    """A sweep trained with eval.after=false shows "–"; `agentgym eval --model RUN` writing eval/after.json
+    later re-reads that run into every summary listing it (JSON and the .md table), and no other run."""
+    from agentgym_core.sweep import SweepRun, refresh, save_summary, summary_row
+
+    runs = [SweepRun(name=f"si-s{seed}", seed=seed, grid=("scheduler.rounds=[2]",)) for seed in (0, 1)]
+    for run in runs:
+        (tmp_path / run.name).mkdir()
+        (tmp_path / run.name / "metrics.jsonl").write_text('{"step": 1}\n{"step": 2}\n')
+    path = tmp_path / "si-sweep.json"
+    save_summary(path, {"config": [], "overrides": [], "runs": [summary_row(r, tmp_path, "ok", 60.0) for r in runs]})
+    assert "| si-s0 | 0 | [2] | ok | 2 | – | – | 1.0 min |" in path.with_suffix(".md").read_text()
+    (tmp_path / "si-s0" / "eval").mkdir()
+    (tmp_path / "si-s0" / "eval" / "after.json").write_text(json.dumps({"overall": {"success_rate": 0.25, "n": 16}}))
+    (tmp_path / "other-sweep.json").write_text("not json")  # someone else's file: left alone
+    assert refresh(tmp_path / "si-s0") == [path]
+    rows = {r["run"]: r for r in json.loads(path.read_text())["runs"]}
+    assert rows["si-s0"]["after"] == 0.25 and rows["si-s0"]["status"] == "ok" and rows["si-s0"]["wall_s"] == 60.0
+    assert rows["si-s1"]["after"] is None
+    assert "| si-s0 | 0 | [2] | ok | 2 | – | 25.0% | 1.0 min |" in path.with_suffix(".md").read_text()
+    assert (tmp_path / "other-sweep.json").read_text() == "not json"

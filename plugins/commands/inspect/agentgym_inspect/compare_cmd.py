@@ -15,12 +15,16 @@ def compare(runs: tuple[str, ...], out: str | None, no_group: bool, smooth: int)
     """Compare training runs: success, reward, turns, horizon and tokens/s against step and wall time.
 
     Runs with the same config but another run.seed (agentgym train --seeds) are drawn as one
-    curve: their mean with a band from the lowest to the highest seed.
+    curve: their mean with a band from the lowest to the highest seed. A pipeline (stages:) counts as its
+    stages' runs, in order.
     """
     from pathlib import Path
 
     from agentgym_inspect.compare import default_out, write_comparison
 
+    from agentgym_core.pipeline import is_pipeline_dir, stage_dirs
+
+    runs = tuple(str(folder) for r in runs for folder in ([f for _, f in stage_dirs(r)] if is_pipeline_dir(r) else [r]))
     target = Path(out) if out else default_out([Path(r) for r in runs])
     data = write_comparison(list(runs), target, by_seed=not no_group, smooth=smooth)
     for g in data["groups"]:

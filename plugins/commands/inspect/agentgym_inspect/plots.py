@@ -49,7 +49,7 @@ def _figure() -> Any:
         from matplotlib.figure import Figure
     except ImportError:
         raise AgentGymError(
-            "plots need matplotlib, which is not installed; run: pip install 'agentgym-core[plots]'"
+            "plots need matplotlib (a requirement of agentgym-inspect), which is not installed; run: pip install matplotlib"
         ) from None
     fig = Figure(figsize=(7, 4), dpi=100, layout="constrained")
     FigureCanvasAgg(fig)

@@ -13,6 +13,7 @@ from typing import Any
 
 from agentgym_core.evaluation import compare_rows, markdown_table, table_rows
 from .runs import Run, step_of
+from .viewer.episode import context_label
 
 TEXT_LIMIT = 400
 
@@ -114,10 +115,11 @@ def _episode_html(data: dict[str, Any]) -> str:
     ]
     for i, t in enumerate(data.get("turns") or []):
         r = rewards[i] if i < len(rewards) else None
+        saw = f" · saw {html.escape(context_label(data, i))}" if t.get("context") else ""
         parts.append(
             f"<li><div class='model'>{html.escape(_clip(t.get('text')))}</div>"
             f"<div class='env'>{html.escape(_clip(t.get('observation')))}</div>"
-            f"<small>reward {_fmt(r)}</small></li>"
+            f"<small>reward {_fmt(r)}{saw}</small></li>"
         )
     parts.append("</ol></div>")
     return "".join(parts)

@@ -7,9 +7,9 @@ with the episode's sequence, so the episode's next turn prefills only its new to
 slot keeps its sequence too, as a prefix other prompts may start from. A request that finds no
 free slot takes the least recently used parked one; that episode moves to a compact copy
 (*spilled*) and back into a slot on its next turn. What a request reuses follows the plain
-path's rules (engine.py): an identical prompt admitted with it (prefilled once), else its
-episode's own sequence, else the longest shared prefix of at least ``MIN_SHARED_PREFIX`` tokens
-and a fifth of the prompt.
+path's rules (plain.py, with the helpers of common.py): an identical prompt admitted with it (prefilled once), else its
+episode's own sequence, else the longest shared prefix worth sharing (at least
+``MIN_SHARED_PREFIX`` tokens and a fifth of the prompt).
 """
 from __future__ import annotations
 
@@ -19,7 +19,7 @@ from typing import Any
 
 import torch
 
-from .engine import _common_prefix
+from .common import PREFIX_CANDIDATES, common_prefix, worth_sharing
 from .static import SlotKV
 
 
@@ -56,11 +56,10 @@ class Plan:
 
 
 class SlotTable:
-    def __init__(self, slots: int, *, max_cached: int, share_prefixes: bool, min_shared: int, candidates: int) -> None:
+    def __init__(self, slots: int, *, max_cached: int, share_prefixes: bool) -> None:
         self.slots = [Slot(i) for i in range(slots)]
         self.spilled: OrderedDict[str, Spilled] = OrderedDict()
         self.max_cached, self.share_prefixes = max_cached, share_prefixes
-        self.min_shared, self.candidates = min_shared, candidates
         self._ticks = 0
 
     def busy(self) -> list[Slot]:
@@ -93,9 +92,9 @@ class SlotTable:
             if twin is not None:
                 plan.source, plan.twin, plan.round, plan.reuse = twin, True, twin.round + 1, len(prompt)
             elif own is not None:
-                plan.reuse = _common_prefix(slot.ids, prompt, limit)
+                plan.reuse = common_prefix(slot.ids, prompt, limit)
             elif spill is not None:
-                plan.reuse = _common_prefix(spill.ids, prompt, limit)
+                plan.reuse = common_prefix(spill.ids, prompt, limit)
                 kv.put(slot.index, _prefix(spill.kv, plan.reuse))
             elif self.share_prefixes:
                 reuse, donor = self._shared(prompt, limit, slot, taken, plans)
@@ -135,12 +134,12 @@ class SlotTable:
         """The longest usable prefix of *prompt* at hand: a prompt of this wave, a slot's
         sequence (the target's own old one needs no copy) or a spilled episode's."""
         slots = sorted((s for s in self.slots if s.ids and (s.index not in taken or s is target)),
-                       key=lambda s: -s.tick)[: self.candidates]
-        spilled = list(reversed(self.spilled.values()))[: self.candidates]
+                       key=lambda s: -s.tick)[:PREFIX_CANDIDATES]
+        spilled = list(reversed(self.spilled.values()))[:PREFIX_CANDIDATES]
         best, donor = 0, None
         for cand, ids in [*((p, p.job.prompt) for p in plans), *((s, s.ids) for s in slots), *((s, s.ids) for s in spilled)]:
-            n = _common_prefix(ids, prompt, limit)
-            if n > best and n >= self.min_shared and 4 * n >= len(prompt) - n:
+            n = common_prefix(ids, prompt, limit)
+            if n > best and worth_sharing(n, len(prompt)):
                 best, donor = n, cand
         return best, donor
 

@@ -21,7 +21,7 @@ import torch
 from transformers import DynamicCache
 from transformers.cache_utils import Cache, DynamicLayer
 
-from .sampling import counter_uniforms, sample_fixed
+from .sampling import counter_uniforms, sample_fixed, seed_words
 
 #: Attention implementations whose mask format is known here (``sdpa``: boolean, ``eager``:
 #: additive). Others (flash, flex) cannot take a per-row 4-D mask: the engine falls back.
@@ -178,6 +178,24 @@ class StepState:
             t = getattr(self, name)
             t[dst] = t[src]
         self.active[src] = False
+
+    def arm(self, slots: list[int], lengths: list[int], params: list[Any], seeds: list[int],
+            stop_ids: list[list[int]]) -> None:
+        """Start rows *slots*: prompts of *lengths* already prefilled, each sampled by its
+        ``SamplingParams`` and seed, stopping at its stop ids (at most ``stop_ids.shape[1]``)."""
+        dev = self.pos.device
+        idx = torch.tensor(slots, device=dev)
+        words = [seed_words(seed) for seed in seeds]
+        self.pos[idx] = torch.tensor(lengths, device=dev)
+        self.count[idx] = 0
+        self.max_new[idx] = torch.tensor([q.max_new_tokens for q in params], device=dev)
+        self.temperature[idx] = torch.tensor([float(q.temperature) for q in params], device=dev)
+        self.top_p[idx] = torch.tensor([float(q.top_p) for q in params], device=dev)
+        self.seed_lo[idx] = torch.tensor([w[0] for w in words], device=dev)
+        self.seed_hi[idx] = torch.tensor([w[1] for w in words], device=dev)
+        self.stop_ids[idx] = torch.tensor([ids + [-1] * (self.stop_ids.shape[1] - len(ids)) for ids in stop_ids],
+                                          device=dev)
+        self.active[idx] = True
 
     def widen_stops(self, width: int) -> None:
         if width > self.stop_ids.shape[1]:

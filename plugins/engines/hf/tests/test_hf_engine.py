@@ -50,7 +50,7 @@ def test_cache_reuse_across_turns_is_exact(hf_tokenizer, hf_tiny_model, decode):
         assert max(abs(a - b) for a, b in zip(_reference(hf_tiny_model, prompt, res.token_ids), res.logprobs)) < 1e-4
         prompt = prompt + res.token_ids + list(range(400, 405))
     engine.release("ep")
-    assert "ep" not in engine._cache
+    assert "ep" not in engine.plain.cache
 
 
 def test_a_group_with_one_prompt_prefills_it_once_and_samples_as_if_alone(hf_tokenizer, hf_tiny_model, decode):
@@ -193,4 +193,4 @@ def test_options_are_the_config_fields_and_a_misspelt_one_fails(hf_tokenizer, hf
         HFEngine(hf_tiny_model, hf_tokenizer, decode="fast")
     engine = HFEngine(hf_tiny_model, hf_tokenizer, max_batch_size=3, max_context=512)
     assert (engine.settings.max_batch_size, engine.max_batch_size, engine.max_context) == (3, 3, 512)
-    assert engine.settings.decode == "plain" and engine._static is None
+    assert engine.settings.decode == "plain" and engine.static is None

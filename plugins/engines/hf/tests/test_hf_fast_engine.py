@@ -93,10 +93,10 @@ def test_more_episodes_than_slots_spill_and_come_back_exact(hf_tokenizer, hf_tin
             if turn:
                 assert res.prefill_tokens == 2
             prompts[k] = prompts[k] + res.token_ids + [7, 8]
-    assert len(fast._static.table.spilled) >= 3
+    assert len(fast.static.table.spilled) >= 3
     fast.release("ep0")
     fast.generate([GenerationRequest([1, 2, 3], greedy)])  # a release applies before the next admission
-    assert "ep0" not in fast._static.table.spilled and all(s.key != "ep0" for s in fast._static.table.slots)
+    assert "ep0" not in fast.static.table.spilled and all(s.key != "ep0" for s in fast.static.table.slots)
     fast.close()
 
 
@@ -130,7 +130,7 @@ def test_a_request_submitted_while_a_long_one_decodes_finishes_first(hf_tokenize
 
     long_future = fast.submit(long_req)
     long_future.add_done_callback(note("long"))
-    while fast._static.steps < 3:
+    while fast.static.steps < 3:
         threading.Event().wait(0.01)
     futures = {name: fast.submit(GenerationRequest(list(range(n, n + 10)), SamplingParams(max_new_tokens=3, seed=2)))
                for name, n in (("short", 800), ("waiting", 810), ("third", 820))}
@@ -151,7 +151,7 @@ def test_finished_rows_leave_the_decode_batch(hf_tokenizer, hf_tiny_model):
                               temperature=0.0)) for i in range(4)]
     got = fast.generate(reqs)
     assert [r.token_ids for r in got] == [r.token_ids for r in HFEngine(hf_tiny_model, hf_tokenizer).generate(reqs)]
-    assert fast._static.steps == 30 and fast._static.row_steps < 4 * 2 + 30
+    assert fast.static.steps == 30 and fast.static.row_steps < 4 * 2 + 30
     fast.close()
 
 

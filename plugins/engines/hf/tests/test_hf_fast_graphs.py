@@ -44,7 +44,7 @@ def _requests(n=4):
 
 def _engine(model, tokenizer, backend):
     engine = HFEngine(model, tokenizer, decode="static", sync_every=3)
-    engine._static.backend_factory = lambda: backend
+    engine.static.backend_factory = lambda: backend
     return engine
 
 
@@ -63,9 +63,9 @@ def test_a_captured_step_gives_the_eager_steps_tokens(hf_tokenizer, hf_tiny_mode
         got, want = graphed.generate(_requests(n)), eager.generate(_requests(n))
         assert [r.token_ids for r in got] == [r.token_ids for r in want]
         assert [r.logprobs for r in got] == [r.logprobs for r in want]
-    graphs = graphed._static.graphs
+    graphs = graphed.static.graphs
     # one capture per (batch, length, mode) bucket met: rows that finish early change the batch or the mode
-    assert graphed._static.broken is None and backend.captured == backend.warmed == graphs.captures == len(graphs.graphs)
+    assert graphed.static.broken is None and backend.captured == backend.warmed == graphs.captures == len(graphs.graphs)
     assert {(4, "nucleus"), (2, "nucleus")} <= {(key[0], key[2]) for key in graphs.graphs}
     graphed.close()
     eager.close()
@@ -81,7 +81,7 @@ def test_a_failed_capture_falls_back_to_the_plain_path_once(broken, hf_tokenizer
             assert [(r.token_ids, r.logprobs) for r in got] == [(r.token_ids, r.logprobs) for r in want]
     warnings = [r.getMessage() for r in caplog.records if "engine.decode=static" in r.getMessage()]
     assert len(warnings) == 1 and "plain decode path" in warnings[0]
-    assert ("capturing the decode step" if broken == "capture" else "the captured decode step") in engine._static.broken
+    assert ("capturing the decode step" if broken == "capture" else "the captured decode step") in engine.static.broken
     engine.close()
 
 
@@ -98,7 +98,7 @@ def test_a_model_the_slots_cannot_serve_falls_back(hf_tokenizer, caplog):
     with caplog.at_level(logging.WARNING, logger="agentgym.engine.hf"):
         got = engine.generate([req])[0]
     assert got.token_ids == HFEngine(model, hf_tokenizer).generate([req])[0].token_ids
-    assert "sliding" in engine._static.broken
+    assert "sliding" in engine.static.broken
     assert sum("engine.decode=static" in r.getMessage() for r in caplog.records) == 1
     engine.close()
 
@@ -109,7 +109,7 @@ def test_an_idle_gpu_engine_waits_for_requests_arriving_one_by_one(hf_tokenizer,
     import time
 
     engine = HFEngine(hf_tiny_model, hf_tokenizer, decode="static", max_batch_size=4)
-    static = engine._static
+    static = engine.static
     start = time.monotonic()
     static._gather(most=1.0)  # nothing arriving: back after one look
     assert time.monotonic() - start < 0.5
@@ -143,7 +143,7 @@ def test_cuda_graphs_on_a_gpu(hf_tokenizer):
     eager = HFEngine(model, hf_tokenizer, decode="static", cuda_graphs=False)
     plain = HFEngine(model, hf_tokenizer)
     got, want, base = (e.generate(_requests(8)) for e in (graphed, eager, plain))
-    assert graphed._static.broken is None and graphed._static.graphs.captures > 0
+    assert graphed.static.broken is None and graphed.static.graphs.captures > 0
     assert [r.token_ids for r in got] == [r.token_ids for r in want]
     greedy = [i for i in range(8) if i % 2]
     assert [got[i].token_ids for i in greedy] == [base[i].token_ids for i in greedy]

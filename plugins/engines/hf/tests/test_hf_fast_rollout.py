@@ -57,7 +57,7 @@ def test_episodes_decode_as_on_the_plain_path_and_never_prefill_history_twice(te
         assert b.prefill_tokens <= a.prefill_tokens and b.prefill_tokens < len(b.token_ids)
         for prev, turn in zip(b.turns, b.turns[1:]):
             assert turn.prefill_tokens == turn.start - prev.end  # the observation delta, never earlier turns
-    assert engine._static.broken is None
+    assert engine.static.broken is None
     engine.close()
 
 

@@ -48,6 +48,7 @@ def test_rl_training_keeps_the_vllm_engine_on_the_policy(tmp_path, tiny_folder, 
     register_plugin(Probe, "vllm-probe")
     overrides = {
         "run.name": "vllm", "run.output_dir": str(tmp_path), "run.seed": "7", "model.path": tiny_folder,
+        "model.dtype": "fp32",  # auto is bf16 on a CPU with native bf16, and this compares with an fp32 engine
         "model.max_context": "1024", "env.name": "babyai", "env.levels": "[GoToRedBallGrey]",
         "engine.name": "vllm", "engine.enforce_eager": "true",
         "rollout.tasks_per_step": "2", "rollout.group_size": "2", "rollout.max_new_tokens": "8",

@@ -6,6 +6,8 @@ for the scores quoted in the README.
 from __future__ import annotations
 
 import random
+from collections.abc import Iterator
+from typing import Any
 
 from .problems import Task
 
@@ -33,3 +35,11 @@ def random_actions(task: Task, rng: random.Random, turns: int = 4) -> list[str]:
         else:
             actions.append(choice)
     return actions + ["submit"]
+
+
+def scripted(env: Any, observation: str) -> Iterator[str]:
+    """The ``codefix.scripted`` expert (``register_experts``): :func:`scripted_actions` for the env's open task."""
+    if env.task is None:
+        raise RuntimeError("no task is open: reset the env first")
+    for action in scripted_actions(env.task):
+        yield action

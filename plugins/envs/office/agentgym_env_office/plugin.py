@@ -11,3 +11,10 @@ def register_envs(registry):
                     "everyone's free slot, mail-driven moves; a simulated colleague; reward = calendar and items equal "
                     "the goal",
     )
+
+
+@hookimpl
+def register_experts(registry):
+    registry.add("office.reference", "agentgym_env_office.agents:ExpertAgent",
+                 description="the scripted expert: reads the requests, plans the writes, confirms each with what it "
+                             "will change, makes them (100% on every split)")

@@ -165,6 +165,13 @@ class SearchQAEnv(BaseEnv):
         self._searches, self._done = 0, False
         return f"Question: {self._question['question']}"
 
+    @property
+    def current_question(self) -> dict[str, Any]:
+        """The question record of the open episode (what :meth:`question` gives for its task id)."""
+        if self._question is None:
+            raise RuntimeError("no question is open: reset the env first")
+        return self._question
+
     def search(self, query: str) -> str:
         """The ``<information>`` block a search for *query* returns."""
         hits = self.data.retriever.search(query, self.top_k)

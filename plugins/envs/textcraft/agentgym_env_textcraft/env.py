@@ -39,8 +39,27 @@ Action: <one action>"""
 VALID = ("get <count> <item>, craft <count> <item> using <count> <item>, ... "
          "(ingredients separated by commas), inventory")
 _CRAFT = re.compile(r"^craft (?:(?P<n>\d+) )?(?P<item>.+?) using (?P<inputs>.+)$")
+_ACTION_MARK = re.compile(r"action\s*:", re.IGNORECASE)
 _GET = re.compile(r"^(?:get|fetch|take) (?:(?P<n>\d+) )?(?P<item>.+)$")
 _COUNTED = re.compile(r"^(?P<n>\d+) (?P<item>.+)$")
+_INVENTORY = ("inventory", "check inventory", "inv", "show inventory")
+
+
+def command_line(action: str) -> str:
+    """The command in a reply, normalised: the text after its last ``Action:`` when it has one, else
+    the first line that reads as a command (``get``, ``craft``, ``inventory``), else its first line
+    (which the env then refuses).
+
+    Small models often copy the observation's ``Crafting commands:`` header before the command
+    (``agent.action_format: free`` sends the whole reply), so the first line alone would be refused.
+    """
+    text = str(action)
+    if not _ACTION_MARK.search(text):
+        for line in text.splitlines():
+            line = normalize_action(line)
+            if line in _INVENTORY or _CRAFT.match(line) or _GET.match(line):
+                return line
+    return normalize_action(text)
 
 
 @dataclass
@@ -139,9 +158,9 @@ class TextCraftEnv(BaseEnv):
                                                                 agentgym_action(action))
             self._over = self._success
             return obs, float(self._success), self._over, self._info(invalid, failed)
-        text = normalize_action(action)
+        text = command_line(action)
         invalid = failed = False
-        if text in ("inventory", "check inventory", "inv", "show inventory"):
+        if text in _INVENTORY:
             obs = self._inventory_text()
         elif m := _CRAFT.match(text):
             obs, failed = self._craft(m.group("item"), m.group("inputs"))

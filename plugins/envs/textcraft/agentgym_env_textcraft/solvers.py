@@ -66,7 +66,8 @@ def plan(catalog: Catalog, goal: str) -> list[str]:
 
 def planner(env: TextCraftEnv, first_obs: str) -> Iterator[str]:
     """Play the plan for the current goal."""
-    yield from plan(env.catalog, env.goal)
+    for action in plan(env.catalog, env.goal):
+        yield action
 
 
 def random_agent(seed: int = 0) -> Policy:

@@ -116,6 +116,19 @@ def test_crafting_rules_and_helpful_failures(env):
     assert "[stick] (4)" in env.step("inventory")[0]
 
 
+def test_a_free_reply_is_read_from_its_first_command_line(env):
+    """Small models copy the observation's header before the command (agent.action_format: free sends it all)."""
+    env.reset(task_id=0)
+    obs, _, _, info = env.step("Crafting commands:\nget 1 oak log\ncraft 4 oak planks using 1 oak log")
+    assert obs == "Got 1 oak log" and not info["invalid_action"]
+    obs, _, _, info = env.step("I should craft now.\n`craft 4 oak planks using 1 oak log`.")
+    assert obs == "Crafted 4 oak planks"
+    obs, _, _, info = env.step("Thought: craft 4 stick using 2 oak planks\nAction: inventory")  # Action: wins
+    assert obs.startswith("Inventory:")
+    obs, _, _, info = env.step("Crafting commands:\nnothing to do")
+    assert info["invalid_action"] and obs.startswith("Invalid action 'Crafting commands:")
+
+
 def test_episode_ends_on_the_goal(env):
     env.reset(task_id=42)
     actions = plan(env.catalog, env.goal)

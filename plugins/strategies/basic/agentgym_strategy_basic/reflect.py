@@ -26,6 +26,7 @@ OUTCOMES = {
     "max_turns": "You ran out of steps before solving the task.",
     "max_tokens": "The episode grew too long before the task was solved.",
     "context": "The episode grew too long before the task was solved.",
+    "max_generated": "You wrote too much before solving the task.",
 }
 
 

@@ -7,22 +7,17 @@ import pytest
 
 
 @pytest.fixture(scope="session")
-def smol_tokenizer():
+def smol_tokenizer(request):
+    """The shared SmolLM2 tokenizer (``agentgym_hf.testing``; skipped without agentgym-hf)."""
     pytest.importorskip("agentgym_hf")
-    import torch
-    from agentgym_hf.loading import load_tokenizer
-
-    torch.set_num_threads(1)  # the test machines are small and shared
-    return load_tokenizer("smollm2-135m-instruct")
+    return request.getfixturevalue("hf_tokenizer")
 
 
 @pytest.fixture(scope="session")
-def model_dir(tmp_path_factory) -> Path:
+def model_dir(request) -> Path:
     """A tiny random Llama with the bundled SmolLM2 tokenizer, saved like any model folder."""
     pytest.importorskip("agentgym_hf")
-    from agentgym_hf.testing import tiny_model_dir
-
-    return tiny_model_dir(tmp_path_factory.mktemp("strategies"))
+    return request.getfixturevalue("hf_tiny_model_dir")
 
 
 @pytest.fixture

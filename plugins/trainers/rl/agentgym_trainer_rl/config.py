@@ -1,10 +1,12 @@
 """The ``trainer`` section of a run config when ``trainer.name: rl``."""
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Optional
 
 from agentgym_core.config_schema import check_range
+from agentgym_core.trainer import TrainerConfig
+from agentgym_hf.options import FinetuneConfig
 
 ALGORITHM_NAMES = ("ppo", "gae", "grpo", "dr_grpo", "rloo", "reinforce_pp", "reinforce_pp_baseline")
 #: The estimators that compare the episodes of a task group (and so can credit each turn).
@@ -27,8 +29,8 @@ class UpdateConfig:
     clip_ratio: float = 0.2
     clip_ratio_high: Optional[float] = None
     #: Dual-clip PPO (Ye et al. 2020): for negative advantages the loss is at most -A * clip_ratio_c.
-    #: null: off (verl: 3).
-    clip_ratio_c: Optional[float] = None
+    #: 3 as in verl (``actor.clip_ratio_c``); null: off.
+    clip_ratio_c: Optional[float] = 3.0
     #: ``ppo`` (token ratio) or ``gspo`` (sequence ratio, Zheng et al. 2025).
     policy_loss: str = "ppo"
     kl_coef: float = 0.0
@@ -37,8 +39,9 @@ class UpdateConfig:
     kl_estimator: str = "k3"
     #: ``loss`` (added to the loss) or ``reward`` (subtracted from token rewards).
     kl_mode: str = "loss"
-    #: Bound each token's KL estimate to [-kl_clamp, kl_clamp]. null: unbounded (verl bounds k3 at 10).
-    kl_clamp: Optional[float] = None
+    #: Bound each token's KL estimate to [-kl_clamp, kl_clamp]: 10 as verl bounds k3 (here every
+    #: estimator is bounded; k1/abs reach 10 only at a log-ratio of 10). null: unbounded.
+    kl_clamp: Optional[float] = 10.0
     #: ``fixed`` (kl_coef throughout) or ``adaptive`` (Ziegler et al. 2019: kl_coef moves towards
     #: kl_target at a rate set by kl_horizon episodes).
     kl_ctrl: str = "fixed"
@@ -68,23 +71,13 @@ class UpdateConfig:
 
 
 @dataclass
-class RLConfig(UpdateConfig):
+class RLConfig(UpdateConfig, FinetuneConfig, TrainerConfig):
+    """The lifecycle options (``steps``, ``save_every``, ...) are core's :class:`TrainerConfig`, the model's
+    (``lr``, ``finetune``, ``lora_*``, ...) agentgym-hf's :class:`FinetuneConfig`, shared with ``sft``."""
+
     #: ``ppo`` (= ``gae``: value head + GAE), ``grpo``, ``dr_grpo``, ``rloo``, ``reinforce_pp`` or
     #: ``reinforce_pp_baseline``.
     algorithm: str = "grpo"
-    steps: int = 100
-    lr: float = 1e-5
-    weight_decay: float = 0.0
-    warmup_steps: int = 0
-    #: ``lora`` (peft adapters; reference = adapters disabled) or ``full``.
-    finetune: str = "lora"
-    lora_r: int = 16
-    lora_alpha: int = 32
-    lora_dropout: float = 0.0
-    lora_targets: list[str] = field(default_factory=lambda: ["q_proj", "k_proj", "v_proj", "o_proj"])
-    #: LoRA on the last N decoder layers only (0: all). Backward then stops at layer -N: cheaper.
-    lora_layers: int = 0
-    gradient_checkpointing: bool = False
     gamma: float = 1.0
     lam: float = 0.95
     #: GRPO: divide by the group's std; GAE / REINFORCE++: whiten over the batch.
@@ -92,36 +85,27 @@ class RLConfig(UpdateConfig):
     #: Group estimators: ``episode`` (one return per episode on all its tokens) or ``turn`` (each
     #: turn's return from that turn on, against the group's returns at the same turn index).
     credit: str = "episode"
-    #: Checkpoint every N steps (0: only at the end); keep the newest K (0: all).
-    save_every: int = 10
-    keep_checkpoints: int = 2
-    #: Stop after this many steps in a row whose updates were all skipped for a non-finite loss.
-    max_nonfinite: int = 3
-    #: Stop after this many steps in a row in which every episode failed on an env error.
-    max_failed_steps: int = 3
-    #: Run envs in this process instead of launching env servers.
-    local_envs: bool = False
-    #: Show the live progress line (main process).
-    progress: bool = True
     #: How several processes train: ``ddp`` (each holds the whole model; gradients averaged) or
     #: ``fsdp`` (parameters, gradients and optimizer state sharded across them: torch FSDP2).
     strategy: str = "ddp"
     #: FSDP: keep sharded parameters, gradients and optimizer state on the CPU between uses.
     fsdp_offload: bool = False
-    #: ``adamw`` (torch; fused on CUDA) or ``adamw_8bit`` (bitsandbytes, CUDA only: optimizer state in 8 bits).
-    optimizer: str = "adamw"
+    #: Dynamic sampling (DAPO, Yu et al. 2025): drop the task groups whose episodes all got the same
+    #: reward (no signal for a group estimator) and play more tasks until the step has
+    #: rollout.tasks_per_step informative groups, or dynamic_sampling_rounds extra rounds were played.
+    dynamic_sampling: bool = False
+    dynamic_sampling_rounds: int = 3
 
     def __post_init__(self) -> None:
+        super().__post_init__()
         def one_of(key: str, allowed: tuple[str, ...]) -> None:
             if getattr(self, key) not in allowed:
                 raise ValueError(f"trainer.{key} must be one of {', '.join(allowed)}, got {getattr(self, key)!r}")
 
         one_of("algorithm", ALGORITHM_NAMES)
-        one_of("finetune", ("lora", "full"))
         if self.tis_cap is not None:
             check_range("trainer.tis_cap", self.tis_cap, gt=0, note="null: no importance correction; verl and the TIS paper use 2")
         one_of("strategy", ("ddp", "fsdp"))
-        one_of("optimizer", ("adamw", "adamw_8bit"))
         if self.fsdp_offload and self.strategy != "fsdp":
             raise ValueError("trainer.fsdp_offload needs trainer.strategy=fsdp (DDP keeps the whole model on the device)")
         one_of("kl_estimator", tuple(KL_ESTIMATORS))
@@ -132,11 +116,8 @@ class RLConfig(UpdateConfig):
         one_of("kl_ctrl", ("fixed", "adaptive"))
         one_of("credit", ("episode", "turn"))
         self._check_algorithm_options()
-        for key in ("steps", "ppo_epochs", "mini_batches", "grad_accum", "lora_r"):
+        for key in ("ppo_epochs", "mini_batches", "grad_accum"):
             check_range(f"trainer.{key}", getattr(self, key), ge=1)
-        check_range("trainer.lr", self.lr, gt=0)
-        check_range("trainer.weight_decay", self.weight_decay, ge=0)
-        check_range("trainer.warmup_steps", self.warmup_steps, ge=0, note="0: no warm-up")
         # PPO clips the probability ratio to [1 - clip_ratio, 1 + clip_ratio_high].
         check_range("trainer.clip_ratio", self.clip_ratio, gt=0, lt=1)
         if self.clip_ratio_high is not None:
@@ -147,24 +128,21 @@ class RLConfig(UpdateConfig):
         check_range("trainer.max_grad_norm", self.max_grad_norm, gt=0, note="inf: no clipping")
         check_range("trainer.vf_coef", self.vf_coef, ge=0)
         check_range("trainer.value_clip", self.value_clip, gt=0, note="inf: no value clipping")
-        # lora_alpha / lora_r scales the adapters: 0 would leave the model untrained.
-        check_range("trainer.lora_alpha", self.lora_alpha, ge=1)
-        check_range("trainer.lora_dropout", self.lora_dropout, ge=0, lt=1)
-        check_range("trainer.lora_layers", self.lora_layers, ge=0, note="0: every layer")
         check_range("trainer.gamma", self.gamma, ge=0, le=1)
         check_range("trainer.lam", self.lam, ge=0, le=1)
-        check_range("trainer.save_every", self.save_every, ge=0, note="0: only at the end")
-        check_range("trainer.keep_checkpoints", self.keep_checkpoints, ge=0, note="0: keep all")
-        check_range("trainer.max_nonfinite", self.max_nonfinite, ge=1)
-        check_range("trainer.max_failed_steps", self.max_failed_steps, ge=1)
+        check_range("trainer.dynamic_sampling_rounds", self.dynamic_sampling_rounds, ge=0,
+                    note="extra rounds of tasks a step may play")
+        if self.dynamic_sampling and self.algorithm not in GROUP_ALGORITHMS:
+            raise ValueError(f"trainer.dynamic_sampling drops task groups without reward variance, which only the "
+                             f"group estimators need ({', '.join(GROUP_ALGORITHMS)}), not {self.algorithm!r}")
 
     def _check_algorithm_options(self) -> None:
         """The options of the estimators and losses, and the combinations that cannot work."""
         if self.clip_ratio_c is not None:
             # The dual clip bounds -A * ratio for A < 0; at or below 1 it would cut the PPO clip itself.
-            check_range("trainer.clip_ratio_c", self.clip_ratio_c, gt=1, note="null: no dual clip; verl uses 3")
+            check_range("trainer.clip_ratio_c", self.clip_ratio_c, gt=1, note="null: no dual clip; verl and the default: 3")
         if self.kl_clamp is not None:
-            check_range("trainer.kl_clamp", self.kl_clamp, gt=0, note="null: unbounded; verl bounds k3 at 10")
+            check_range("trainer.kl_clamp", self.kl_clamp, gt=0, note="null: unbounded; verl and the default: 10")
         check_range("trainer.kl_target", self.kl_target, gt=0)
         check_range("trainer.kl_horizon", self.kl_horizon, ge=1, note="episodes")
         if self.kl_ctrl == "adaptive" and not self.kl_coef > 0:

@@ -1,4 +1,5 @@
-"""What a training step reports: the metrics row, the progress-bar text, TensorBoard scalars, a weights hash."""
+"""What a training step reports: the metrics row, the progress-bar text, a weights hash (TensorBoard: core's
+:class:`~agentgym_core.trainer.TensorBoardLog`)."""
 from __future__ import annotations
 
 import math
@@ -20,7 +21,7 @@ def step_metrics(step: int, horizon: int, trajs: list, train: dict, stats: dict,
         "turns_mean": sum(turns) / len(turns),
         "turns_max": max(turns),
         "horizon": horizon,
-        "kl": train.get("kl", nan),
+        "kl": train.get("kl"),  # None: not measured (no reference policy), null in metrics.jsonl too
         "entropy": train.get("entropy", nan),
         "loss": train.get("loss", nan),
         "pg_loss": train.get("pg_loss", nan),
@@ -37,8 +38,17 @@ def step_metrics(step: int, horizon: int, trajs: list, train: dict, stats: dict,
         "update_time_s": t2 - t1,
         "episodes": len(trajs),
         "env_failures": sum(bool(t.failed) for t in trajs),
+        "prefix_breaks": prefix_breaks(ok),
         "processes": world,
     }
+
+
+def prefix_breaks(trajs: list) -> int:
+    """Replies whose prompt did not extend the reply before it (a moved history window, an external agent that
+    rewrote its history): each starts a training segment of its own."""
+    from agentgym_core.rollout.segments import needs_segments, training_segments
+
+    return sum(len(training_segments(t)) - 1 for t in trajs if needs_segments(t))
 
 
 def param_hash(source: Any) -> str:
@@ -55,40 +65,8 @@ def param_hash(source: Any) -> str:
 
 
 def postfix(m: dict[str, float]) -> str:
-    kl = m.get("kl", float("nan"))
+    kl = m.get("kl")
     failures = int(m.get("env_failures", 0))
     return (f"reward={m['reward_mean']:.3f} success={m['success_rate']:.2f} turns={m['turns_mean']:.1f} "
-            f"horizon={m['horizon']} tok/s={m['tokens_per_s']:.0f}" + ("" if math.isnan(kl) else f" kl={kl:.4f}")
+            f"horizon={m['horizon']} tok/s={m['tokens_per_s']:.0f}" + ("" if kl is None or math.isnan(kl) else f" kl={kl:.4f}")
             + (f" env_fail={failures}/{int(m['episodes'])}" if failures else ""))
-
-
-def one_line(text: str, limit: int) -> str:
-    text = " ".join(str(text).split())
-    return text if len(text) <= limit else text[: limit - 1] + "…"
-
-
-class TensorBoardLog:
-    """Each step's metrics as TensorBoard scalars in ``run_dir/tb`` (when tensorboard is installed)."""
-
-    def __init__(self, folder: Any) -> None:
-        self.folder = folder
-        self.writer: Any = None  # made at the first step (a resumed, finished run writes none)
-
-    def log(self, metrics: dict[str, Any]) -> None:
-        if self.writer is None:
-            try:
-                from torch.utils.tensorboard import SummaryWriter
-            except ImportError:  # tensorboard not installed: metrics.jsonl only
-                self.writer = False
-            else:
-                self.writer = SummaryWriter(str(self.folder))
-        if not self.writer:
-            return
-        for k, v in metrics.items():
-            if isinstance(v, (int, float)) and k != "step" and math.isfinite(v):
-                self.writer.add_scalar(k, v, int(metrics["step"]))
-        self.writer.flush()
-
-    def close(self) -> None:
-        if self.writer:
-            self.writer.close()

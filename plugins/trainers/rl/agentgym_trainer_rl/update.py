@@ -15,6 +15,7 @@ import torch
 from .algorithms import Algorithm, EstimatorOptions, lone_groups
 from .config import UpdateConfig, effective_loss_agg
 from .batch import Batch, PrefixPlan
+from .rows import forward_rows
 from .losses import aggregate, clipped_policy_loss, dual_clip, gspo_policy_loss, kl_estimate, normaliser, value_loss
 
 
@@ -80,9 +81,11 @@ class Updater:
         """The step's algorithm metrics from :meth:`step`'s result (averaged over *world* processes):
         ``lone_groups`` (summed over processes), ``clipfrac_lower`` (dual clip), ``kl_coef`` (adaptive),
         ``sampler_logp_diff`` / ``sampler_logp_diff_max`` (mean and max |log pi_trainer - log pi_sampler|
-        over trained tokens) and ``tis_truncated`` (share of tokens whose weight hit ``tis_cap``)."""
+        over trained tokens), ``tis_truncated`` (share of tokens whose weight hit ``tis_cap``) and
+        ``segments_per_episode`` (training sequences per episode, when replies were sampled from other
+        contexts than their episode's prefix)."""
         out = {k: train[k] for k in ("clipfrac_lower", "kl_coef", "sampler_logp_diff", "sampler_logp_diff_max",
-                                     "tis_truncated") if k in train}
+                                     "tis_truncated", "segments_per_episode") if k in train}
         if "lone_groups" in train:
             out["lone_groups"] = train["lone_groups"] * world
         return out
@@ -115,8 +118,25 @@ class Updater:
     def _to(self, t: torch.Tensor) -> torch.Tensor:
         return t.to(self.opts.device)
 
-    def _plan(self, mb: Batch) -> Optional[PrefixPlan]:
+    def _plan(self, mb: Any) -> Optional[PrefixPlan]:
         return mb.prefix_plan(self.opts.min_shared_prefix) if self.opts.share_prefix else None
+
+    def _forward(self, module: torch.nn.Module, mb: Batch, *, with_entropy: bool,
+                 reference: bool = False) -> tuple[dict[str, torch.Tensor], int, float]:
+        """Run *module* on micro-batch *mb* (its episodes, or their training segments: :mod:`.rows`);
+        outputs in *mb*'s episode layout, with the tokens the plan saved and the tokens run.
+        *reference*: the LoRA policy with its adapters off."""
+        rows = forward_rows(mb)
+        src: Any = mb if rows is None else rows.to(self.opts.device)
+        plan = self._plan(src)
+        args = (self._to(src.input_ids), self._to(src.attention_mask), self._to(src.loss_mask))
+        context = module.reference() if reference else contextlib.nullcontext()
+        with context:
+            out = module(*args, with_entropy=with_entropy, plan=plan)
+        if rows is not None:
+            out = {k: rows.to_episodes(v) for k, v in out.items()}
+        saved = plan.saved_tokens if plan is not None else 0
+        return out, saved, float(src.attention_mask.sum()) - saved
 
     def _order(self, batch: Batch) -> torch.Tensor:
         """A random row order; with prefix sharing, a group's rows stay together (groups shuffled)."""
@@ -149,21 +169,18 @@ class Updater:
         rows = torch.arange(len(batch))
         for micro in self._chunks(rows, self.opts.grad_accum * self.opts.mini_batches):
             mb = batch.select(micro)
-            args = (self._to(mb.input_ids), self._to(mb.attention_mask), self._to(mb.loss_mask))
             length = mb.input_ids.shape[1]
-            plan = self._plan(mb)
             with self._autocast():
                 if need_old or need_values:
-                    out = module(*args, with_entropy=False, plan=plan)
+                    out = self._forward(module, mb, with_entropy=False)[0]
                     old[micro, :length] = out["logprobs"].float().cpu()
                     if need_values:
                         values[micro, :length] = out["values"].float().cpu()
                 if need_ref:
                     if self.reference is not None:
-                        r = self.reference(*args, with_entropy=False, plan=plan)
+                        r = self._forward(self.reference, mb, with_entropy=False)[0]
                     else:
-                        with module.reference():
-                            r = module(*args, with_entropy=False, plan=plan)
+                        r = self._forward(module, mb, with_entropy=False, reference=True)[0]
                     ref[micro, :length] = r["logprobs"].float().cpu()
         module.train()
         batch.old_logprobs = old if need_old else None
@@ -258,13 +275,10 @@ class Updater:
                     def sync(defer: bool = defer) -> Any:  # DDP: all-reduce gradients only on the last micro-batch
                         return self.accelerator.no_sync(self.policy) if defer else contextlib.nullcontext()
 
-                    plan = self._plan(mb)
-                    saved = plan.saved_tokens if plan is not None else 0
-                    shared += saved
-                    run += float(mb.attention_mask.sum()) - saved
                     with sync(), self._autocast():
-                        out = self.policy(self._to(mb.input_ids), self._to(mb.attention_mask), mask,
-                                          with_entropy=True, plan=plan)
+                        out, saved, ran = self._forward(self.policy, mb, with_entropy=True)
+                    shared += saved
+                    run += ran
                     lp = out["logprobs"].float()
                     old = self._to(mb.old_logprobs) if mb.old_logprobs is not None else lp.detach()
                     adv = self._to(mb.advantages)
@@ -323,5 +337,7 @@ class Updater:
         total = float(batch.attention_mask.sum()) * o.ppo_epochs
         metrics["shared_prefix_frac"] = shared / total if total else 0.0
         metrics["run_tokens"] = run
+        if batch.segments is not None:  # replies sampled from other contexts than their episode's prefix
+            metrics["segments_per_episode"] = sum(len(s) if s else 1 for s in batch.segments) / len(batch)
         metrics.setdefault("loss", float("nan"))
         return metrics

@@ -87,7 +87,9 @@ def main(out_path: str, finetune: str) -> None:
     if rank == 0:
         torch.save({"start": start, "end": state}, out_path)
     if world > 1:
-        torch.distributed.destroy_process_group()
+        from agentgym_core.cli.train_cmd import end_process_group
+
+        end_process_group()
 
 
 if __name__ == "__main__":

@@ -23,9 +23,9 @@ def load(manager, *overrides):
 
 
 @pytest.mark.parametrize("overrides, expected", [
-    (["trainer.clip_ratio_c=1"], "trainer.clip_ratio_c must be > 1 (null: no dual clip; verl uses 3), got 1.0"),
-    (["trainer.clip_ratio_c=0.5"], "trainer.clip_ratio_c must be > 1 (null: no dual clip; verl uses 3), got 0.5"),
-    (["trainer.kl_clamp=0"], "trainer.kl_clamp must be > 0 (null: unbounded; verl bounds k3 at 10), got 0.0"),
+    (["trainer.clip_ratio_c=1"], "trainer.clip_ratio_c must be > 1 (null: no dual clip; verl and the default: 3), got 1.0"),
+    (["trainer.clip_ratio_c=0.5"], "trainer.clip_ratio_c must be > 1 (null: no dual clip; verl and the default: 3), got 0.5"),
+    (["trainer.kl_clamp=0"], "trainer.kl_clamp must be > 0 (null: unbounded; verl and the default: 10), got 0.0"),
     (["trainer.kl_target=0"], "trainer.kl_target must be > 0, got 0.0"),
     (["trainer.kl_horizon=0"], "trainer.kl_horizon must be >= 1 (episodes), got 0"),
     (["trainer.loss_norm_tokens=-2"], "trainer.loss_norm_tokens must be > 0, got -2.0"),
@@ -53,7 +53,9 @@ def test_bad_algorithm_option_one_clear_error(rl, overrides, expected):
 def test_defaults_and_good_values_pass(rl):
     tc = load(rl)
     assert (tc.clip_ratio_c, tc.kl_clamp, tc.loss_agg, tc.policy_loss, tc.kl_ctrl, tc.credit) == (
-        None, None, None, "ppo", "fixed", "episode")
+        3.0, 10.0, None, "ppo", "fixed", "episode")  # verl's dual clip and k3 bound
+    off = load(rl, "trainer.clip_ratio_c=null", "trainer.kl_clamp=null")
+    assert (off.clip_ratio_c, off.kl_clamp) == (None, None)
     tc = load(rl, "trainer.algorithm=dr_grpo", "trainer.loss_agg=seq-mean-token-sum-norm", "trainer.loss_norm_tokens=512",
               "trainer.clip_ratio_c=3", "trainer.kl_clamp=10", "trainer.kl_estimator=low_var_kl", "trainer.kl_coef=0.01",
               "trainer.kl_ctrl=adaptive", "trainer.kl_target=0.05", "trainer.kl_horizon=1000", "trainer.credit=turn",

@@ -54,7 +54,9 @@ def test_same_run_name_is_refused_overwrite_replaces_and_a_finished_resume_stops
     run = runs / "same"
     first = _train(args)
     assert first.returncode == 0, first.stderr
-    assert f"run: {run} (agentgym report|view {run}, agentgym eval --model {run})" in first.stdout
+    # ENV loads no agentgym-inspect: the closing line says there is no report instead of offering one
+    assert f"run: {run} (agentgym eval --model {run}); no plots and no report.html were written" in first.stdout
+    assert "agentgym report|view" not in first.stdout
 
     again = _train(args)
     assert again.returncode == 1

@@ -8,11 +8,12 @@
     agent.infer()                                 # one episode of the trained env
 
 Importing this package imports nothing else: ``agentgym.envs`` finds env classes through the
-plugin registry, and ``agentgym.agents`` is core's ``LLMAgent``.
+plugin registry; ``agentgym.agents`` holds ``LLMAgent`` (its run configs: ``agentgym.training``).
+The distribution is ``agentgym-rl`` (the name ``agentgym`` on PyPI is an unrelated project).
 """
 from importlib import metadata as _metadata
 
 try:
-    __version__ = _metadata.version("agentgym")
+    __version__ = _metadata.version("agentgym-rl")
 except _metadata.PackageNotFoundError:  # imported from a source tree without being installed
     __version__ = "0.0.0"

@@ -11,21 +11,12 @@ from __future__ import annotations
 
 from typing import Any
 
+from agentgym_core.catalogue import DISTRIBUTIONS, UMBRELLA, env_class
 from agentgym_core.errors import AgentGymError
 
-#: The bundled envs: class name -> (registered env name, the ``agentgym`` extra that installs it).
-#: Only used to say what to install; the classes themselves come from the registry.
-BUNDLED = {
-    "BabyAIEnv": ("babyai", "babyai"),
-    "TextCraftEnv": ("textcraft", "textcraft"),
-    "SciWorldEnv": ("sciworld", "sciworld"),
-    "SearchQAEnv": ("searchqa", "searchqa"),
-    "WebNavEnv": ("webnav", "webnav"),
-    "CodeFixEnv": ("codefix", "codefix"),
-    "ECommerceServiceEnv": ("ecommerce", "ecommerce"),
-    "OfficeEnv": ("office", "office"),
-    "ProjectsEnv": ("projects", "projects"),
-}
+#: The env classes of AgentGym's own env plugins (core's catalogue): only used to say what to
+#: install; the classes themselves come from the registry.
+BUNDLED = sorted(cls for d in DISTRIBUTIONS for cls in d.env_classes)
 
 
 class EnvNotInstalledError(AgentGymError, ImportError):
@@ -52,23 +43,21 @@ def _missing(name: str, registered: dict[str, list[Any]]) -> EnvNotInstalledErro
     """What to say about a class name no installed plugin registers."""
     from importlib import metadata
 
+    from agentgym_core.catalogue import install_hint
     from agentgym_core.errors import did_you_mean
-    from agentgym_core.registry import install_command
 
-    if name not in BUNDLED:
-        known = sorted(set(registered) | set(BUNDLED))
+    known = env_class(name)
+    if known is None:
+        names = sorted(set(registered) | set(BUNDLED))
         return EnvNotInstalledError(
-            f"agentgym.envs has no env class {name!r}.{did_you_mean(name, known)} Installed env classes: "
-            f"{', '.join(sorted(registered)) or 'none'}; bundled env plugins: {', '.join(sorted(BUNDLED))}")
-    env, extra = BUNDLED[name]
-    distribution = f"agentgym-env-{extra}"
-    what = f"{name} is the {env!r} env of {distribution!r} (extra agentgym[{extra}])"
+            f"agentgym.envs has no env class {name!r}.{did_you_mean(name, names)} Installed env classes: "
+            f"{', '.join(sorted(registered)) or 'none'}; bundled env plugins: {', '.join(BUNDLED)}")
+    env, dist = known
+    what = f"{name} is the {env!r} env of {dist.name!r} (extra {UMBRELLA}[{dist.extra}])"
     try:
-        metadata.version(distribution)
+        metadata.version(dist.name)
     except metadata.PackageNotFoundError:
-        # The command names the distribution, not the extra: `pip install agentgym[...]` from PyPI
-        # would fetch an unrelated project that took the name.
-        return EnvNotInstalledError(f"{what}, which is not installed: {install_command(distribution, 'envs')}")
+        return EnvNotInstalledError(f"{what}, which is not installed: {install_hint(dist.name)}")
     return EnvNotInstalledError(
         f"{what}, which is installed but did not register it (switched off by AGENTGYM_DISABLE_PLUGINS or "
         "AGENTGYM_LOAD_PLUGINS? `agentgym plugins` shows what is loaded)")

@@ -43,20 +43,30 @@ def test_envs_import_nothing_until_asked_then_only_that_env():
     assert seen["torch"] is False and seen["cls"] == "agentgym_env_textcraft.env:TextCraftEnv"
 
 
-def test_agents_and_envs_are_cores_and_the_plugins_classes():
-    from agentgym_core.agent_api import LLMAgent as CoreAgent
+def test_agents_are_the_umbrellas_and_envs_the_plugins_classes():
     from agentgym_env_babyai.env import BabyAIEnv
 
-    assert LLMAgent is CoreAgent
+    from agentgym_core.catalogue import env_class
+
+    assert LLMAgent.__module__ == "agentgym.agents"
     assert envs.BabyAIEnv is BabyAIEnv
     assert {"BabyAIEnv", "TextCraftEnv"} <= set(dir(envs))
-    # every bundled class name is its plugin's registered class (the table only says what to install)
+    # every bundled class name is its plugin's registered class (the catalogue only says what to install)
     from agentgym_core.plugins import get_plugin_manager
 
     registry = get_plugin_manager().registry("envs")
-    for cls_name, (env, _extra) in envs.BUNDLED.items():
+    for cls_name in envs.BUNDLED:
+        env, dist = env_class(cls_name)
+        assert dist.extra == env
         if env in registry:
             assert envs.class_name(registry.get(env).target) == cls_name
+
+
+def test_core_says_where_llmagent_went():
+    import agentgym_core
+
+    with pytest.raises(AttributeError, match=r"in the agentgym-rl distribution, `from agentgym.agents import LLMAgent`"):
+        agentgym_core.LLMAgent  # noqa: B018
 
 
 def test_unknown_class_suggests_a_close_name():
@@ -70,12 +80,18 @@ def test_unknown_class_suggests_a_close_name():
 
 
 def test_missing_plugin_names_the_extra_and_the_distribution(monkeypatch):
-    monkeypatch.setitem(envs.BUNDLED, "LightsOutEnv", ("lightsout", "lightsout"))  # agentgym-env-lightsout: not installed
+    from agentgym_core import catalogue
+
+    lights = catalogue.Distribution("agentgym-env-lightsout", "plugins/envs/lightsout", {"envs": ("lightsout",)},
+                                    extra="lightsout", env_classes={"LightsOutEnv": "lightsout"})  # not installed
+    monkeypatch.setattr(catalogue, "DISTRIBUTIONS", (*catalogue.DISTRIBUTIONS, lights))
+    monkeypatch.setitem(catalogue.BY_NAME, lights.name, lights)
     with pytest.raises(envs.EnvNotInstalledError) as info:
         envs.__getattr__("LightsOutEnv")
     msg = str(info.value)
     assert msg.startswith("LightsOutEnv is the 'lightsout' env of 'agentgym-env-lightsout' "
-                          "(extra agentgym[lightsout]), which is not installed: pip install agentgym-env-lightsout")
+                          "(extra agentgym-rl[lightsout]), which is not installed: ")
+    assert "-e plugins/envs/lightsout" in msg  # no such folder in this checkout: how to get it from one
     assert "\n" not in msg and isinstance(info.value, ImportError) and isinstance(info.value, AgentGymError)
 
 
@@ -86,7 +102,7 @@ def test_switched_off_plugin_says_so():
         "    from agentgym.envs import BabyAIEnv\n"
         "except ImportError as exc:\n"
         "    print(json.dumps({'error': str(exc)}))\n", AGENTGYM_DISABLE_PLUGINS="babyai")
-    assert seen["error"].startswith("BabyAIEnv is the 'babyai' env of 'agentgym-env-babyai' (extra agentgym[babyai]), "
+    assert seen["error"].startswith("BabyAIEnv is the 'babyai' env of 'agentgym-env-babyai' (extra agentgym-rl[babyai]), "
                                     "which is installed but did not register it")
 
 

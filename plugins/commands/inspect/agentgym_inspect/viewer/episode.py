@@ -48,6 +48,27 @@ def _tokens(data: dict[str, Any], start: int, end: int, decoder: TokenDecoder | 
     return [[decoder.piece(int(ids[i])), int(mask[i]) if i < len(mask) else 0] for i in range(start, min(end, len(ids)))]
 
 
+def context_label(data: dict[str, Any], k: int) -> str:
+    """What the model saw for turn *k*'s reply, in words: ``the whole episode`` or e.g.
+    ``prompt + turn 1 + turns 27-29 (412 tokens)`` (from ``Turn.context``, a context policy's spans)."""
+    turns = data.get("turns") or []
+    turn = turns[k]
+    context = turn.get("context")
+    if not context:
+        return "the whole episode"
+    starts = [int(t.get("start", 0)) for t in turns]
+    parts = []
+    for a, b in context:
+        if a < int(data.get("prompt_len", 0) or 0) or not starts or a < starts[0]:
+            parts.append("prompt")
+            a = starts[0] if starts else b
+        inside = [i + 1 for i, s in enumerate(starts) if a <= s < b]
+        if inside:
+            parts.append(f"turn {inside[0]}" if len(inside) == 1 else f"turns {inside[0]}-{inside[-1]}")
+    size = sum(int(b) - int(a) for a, b in context)
+    return f"{' + '.join(parts)} ({size} tokens)"
+
+
 def episode_view(data: dict[str, Any], decoder: TokenDecoder | None) -> dict[str, Any]:
     """The JSON the episode page renders: header, prompt block, then one block per turn.
 
@@ -80,6 +101,7 @@ def episode_view(data: dict[str, Any], decoder: TokenDecoder | None) -> dict[str
             "info": turn.get("info") or {},
             "model_tokens": _tokens(data, start, end, decoder),
             "env_tokens": _tokens(data, end, env_end, decoder),
+            "context": context_label(data, k),
             "model_token_count": max(0, end - start),
             "env_token_count": max(0, env_end - end),
         })

@@ -181,7 +181,8 @@ async function openEpisode(index) {
       t.parse_error ? el("span", { class: "error", text: `parse error: ${t.parse_error}` }) : null,
       t.finish_reason === "length" ? el("span", { class: "error", text: "reply cut at max_new_tokens" }) : null,
       t.done ? el("span", { text: "done" }) : null,
-      el("span", { class: "muted", text: `${t.model_token_count} model + ${t.env_token_count} env tokens` }));
+      el("span", { class: "muted", text: `${t.model_token_count} model + ${t.env_token_count} env tokens` }),
+      t.context && t.context !== "the whole episode" ? el("span", { class: "muted", text: `saw: ${t.context}` }) : null);
     parts.push(el("div", { class: "turn", "data-turn": t.turn }, meta,
       tokens(t.model_tokens, t.text, 1),
       t.env_token_count || !ep.decoded ? tokens(t.env_tokens, t.observation, 0)

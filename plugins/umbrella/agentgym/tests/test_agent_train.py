@@ -15,7 +15,7 @@ from agentgym_hf.testing import tiny_model_dir  # noqa: E402
 
 @pytest.mark.slow
 def test_llmagent_train_with_lora_writes_loadable_adapters(tmp_path, monkeypatch):
-    from agentgym_core.agent_api import LLMAgent
+    from agentgym.agents import LLMAgent
 
     torch.set_num_threads(1)
     model = tiny_model_dir(tmp_path)
@@ -43,11 +43,11 @@ def test_llmagent_train_with_lora_writes_loadable_adapters(tmp_path, monkeypatch
         assert torch.isfinite(lm(input_ids=torch.tensor([[1, 2, 3]])).logits).all()
 
 
-QUICKSTART = Path(__file__).resolve().parents[2] / "configs" / "quickstart.yaml"
+QUICKSTART = Path(__file__).resolve().parents[4] / "configs" / "quickstart.yaml"
 
 
 def test_train_config_with_an_algorithm_method_replaces_the_files_scheduler():
-    from agentgym_core.agent_api import LLMAgent
+    from agentgym.agents import LLMAgent
 
     cfg = LLMAgent().train_config("babyai", method="GRPO", max_steps=1, config=str(QUICKSTART))
     # The quickstart's scaling_inter rounds [1, 2] become a fixed horizon at its final stage (2 turns).
@@ -58,10 +58,10 @@ def test_train_config_with_an_algorithm_method_replaces_the_files_scheduler():
 
 
 def test_train_config_file_values_win_over_llmagent_defaults():
-    from agentgym_core.agent_api import LLMAgent
+    from agentgym.agents import LLMAgent
 
     cfg = LLMAgent().train_config("babyai", method="ScalingInter-RL", max_steps=30, config=str(QUICKSTART))
-    assert cfg.run.name == "quickstart" and cfg.model.max_context == 1024 and cfg.model.dtype == "auto"
+    assert cfg.run.name == "quickstart" and cfg.model.max_context == 1024 and cfg.model.dtype == "fp32"
     assert dict(cfg.scheduler) == {"name": "scaling_inter", "rounds": [1, 2], "step_interval": 8}
     assert cfg.trainer.steps == 30 and list(cfg.env.levels) == ["GoToLocal"]
     # What the caller passes explicitly wins over the file; overrides win over everything.
@@ -76,10 +76,18 @@ def test_train_config_file_values_win_over_llmagent_defaults():
     # Without a file: the agent's defaults.
     cfg = LLMAgent().train_config("babyai")
     assert (cfg.run.name, cfg.model.max_context, cfg.trainer.steps, cfg.scheduler.name) == ("agent", 4096, 100, "scaling_inter")
+    # ... sized for a first result in minutes on a CPU: every ScalingInter stage within the run, 8 episodes
+    # a step, an 8-task evaluation at the last stage's 6 turns; a method with a fixed horizon: 6 turns.
+    assert (list(cfg.scheduler.rounds), cfg.scheduler.step_interval) == ([2, 4, 6], 34)
+    assert (cfg.rollout.tasks_per_step * cfg.rollout.group_size, cfg.rollout.max_new_tokens, cfg.eval.tasks) == (8, 48, 8)
+    assert LLMAgent().train_config("babyai", method="ScalingInter-RL", max_steps=9).scheduler.step_interval == 3
+    assert dict(LLMAgent().train_config("babyai", method="GRPO").scheduler) == {"name": "fixed", "turns": 6}
+    assert dict(LLMAgent(max_turns=9).train_config("babyai", method="GRPO").scheduler) == {"name": "fixed", "turns": 9}
+    assert LLMAgent().train_config("babyai", **{"scheduler.rounds": [6, 13, 20]}).scheduler.rounds == [6, 13, 20]
 
 
 def test_train_keyword_that_is_not_a_dotted_key_is_explained():
-    from agentgym_core.agent_api import LLMAgent
+    from agentgym.agents import LLMAgent
     from agentgym_core.errors import AgentGymError
 
     with pytest.raises(AgentGymError, match=r"\*\*\{'trainer.lr': 1e-5\}"):
@@ -90,7 +98,7 @@ def test_train_keyword_that_is_not_a_dotted_key_is_explained():
 def test_infer_after_train_plays_the_trained_setup(tmp_path):
     from agentgym_env_babyai.env import BRIEF_INSTRUCTION
 
-    from agentgym_core.agent_api import LLMAgent
+    from agentgym.agents import LLMAgent
 
     torch.set_num_threads(1)
     model = tiny_model_dir(tmp_path)
@@ -103,6 +111,11 @@ def test_infer_after_train_plays_the_trained_setup(tmp_path):
         "trainer.progress": "false"})
     traj = agent.infer("babyai", task_id=1)
     assert traj.max_turns == 3  # the scheduler's final horizon, not the agent's 20
+    from agentgym_env_babyai.env import BabyAIEnv  # by class or instance: the same setup as by name
+
+    assert agent.infer(BabyAIEnv, task_id=1).token_ids == traj.token_ids
+    own = agent.infer(BabyAIEnv(levels=["GoToRedBallGrey"], brief=True), task_id=1)
+    assert own.max_turns == 3 and own.token_ids == traj.token_ids
     assert all(t.end - t.start <= 6 + 1 for t in traj.turns)  # rollout.max_new_tokens (+ an end of turn)
     prompt = agent.engine.tokenizer.decode(traj.token_ids[: traj.prompt_len])
     assert BRIEF_INSTRUCTION[:60] in prompt and "red ball" in prompt
@@ -113,7 +126,7 @@ def test_infer_after_train_plays_the_trained_setup(tmp_path):
 def test_a_second_train_gets_its_own_run_directory(tmp_path):
     """The trainer refuses to write into a directory holding a run; a train() whose run name
     nobody chose (the agent's default) moves on to agent-2, starting from the first one's weights."""
-    from agentgym_core.agent_api import LLMAgent
+    from agentgym.agents import LLMAgent
 
     torch.set_num_threads(1)
     model = tiny_model_dir(tmp_path)
@@ -123,8 +136,10 @@ def test_a_second_train_gets_its_own_run_directory(tmp_path):
                "scheduler.rounds": "[1]", "rollout.tasks_per_step": "1", "rollout.group_size": "2",
                "rollout.max_new_tokens": "4", "eval.before": "false", "eval.after": "false",
                "trainer.finetune": "full", "trainer.local_envs": "true", "trainer.progress": "false"}
-    agent.train("babyai", max_steps=1, **options)
+    metrics = agent.train("babyai", max_steps=1, **options)
     first = agent.base_model
+    row = json.loads((runs / "agent" / "metrics.jsonl").read_text().splitlines()[0])
+    assert metrics["kl"] is None and row["kl"] is None  # no reference (kl_coef 0): not measured, one meaning
     agent.train("babyai", max_steps=1, **options)
     assert first.startswith(str(runs / "agent")) and agent.base_model.startswith(str(runs / "agent-2"))
     assert len((runs / "agent" / "metrics.jsonl").read_text().splitlines()) == 1  # untouched

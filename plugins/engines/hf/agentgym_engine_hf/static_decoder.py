@@ -1,4 +1,4 @@
-"""The static decode mode's engine thread: continuous batching over the KV slots.
+"""The static decoder (``engine.decode: static``): an engine thread batching continuously over KV slots.
 
 Requests queue up (:meth:`StaticDecoder.submit`, or a whole ``generate`` call at once); one
 thread owns the device state and loops: every ``sync_every`` decode steps it reads the new
@@ -18,7 +18,7 @@ import logging
 import threading
 import time
 from collections import deque
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from concurrent.futures import Future
 from dataclasses import dataclass, field
 from typing import Any
@@ -27,9 +27,9 @@ import torch
 
 from agentgym_core.engine import GenerationRequest, GenerationResult
 
-from .engine import _eval_mode, _hits_stop
+from .common import DecodeTarget, check_request, eval_mode, hits_stop
 from .graphs import CudaBackend, GraphFailure, StepGraphs, batch_bucket, length_bucket
-from .sampling import mode_of, seed_words
+from .sampling import mode_of
 from .slots import SlotTable
 from .static import SlotKV, StaticUnusable, StepState, check_model, decode_step, prefill
 
@@ -56,19 +56,24 @@ class _Job:
 
 
 class StaticDecoder:
-    """The static decode mode of one :class:`~agentgym_engine_hf.engine.HFEngine`."""
+    """Generates with *target*'s model in *slots* KV slots of at most *slot_tokens* positions (0:
+    the model's ``max_position_embeddings``). *fallback* generates a batch on the plain path
+    (:meth:`PlainDecoder.generate <agentgym_engine_hf.plain.PlainDecoder.generate>`), at most
+    *fallback_batch* requests at a time: it takes over for good if the static path proves unusable."""
 
-    def __init__(self, engine: Any, *, slots: int, slot_tokens: int, sync_every: int, cuda_graphs: bool) -> None:
-        self.engine = engine
-        self.model = engine.model
+    def __init__(self, target: DecodeTarget, *, fallback: Callable[[list[GenerationRequest]], list[GenerationResult]],
+                 fallback_batch: int, slots: int, slot_tokens: int, sync_every: int, cuda_graphs: bool,
+                 max_cached_episodes: int, share_prefixes: bool) -> None:
+        self.target = target
+        self.model = target.model
+        self.fallback, self.fallback_batch = fallback, fallback_batch
         config = self.model.config.get_text_config() if hasattr(self.model.config, "get_text_config") else self.model.config
         self.layers = int(config.num_hidden_layers)
-        cuda = engine.device.type == "cuda"
+        cuda = target.device.type == "cuda"
         self.sync_every = sync_every or (16 if cuda else 1)
         limit = slot_tokens or int(getattr(config, "max_position_embeddings", 0) or 8192)
         self.kv = SlotKV(slots, min(FIRST_CAPACITY, limit + 1), limit + 1)
-        self.table = SlotTable(slots, max_cached=engine.max_cached_episodes, share_prefixes=engine.share_prefixes,
-                               min_shared=engine.MIN_SHARED_PREFIX, candidates=engine.PREFIX_CANDIDATES)
+        self.table = SlotTable(slots, max_cached=max_cached_episodes, share_prefixes=share_prefixes)
         self._config = config
         #: Makes the graph backend (None: the step runs eagerly); tests put a CPU stand-in here.
         self.backend_factory = CudaBackend if cuda_graphs and cuda else None
@@ -141,13 +146,9 @@ class StaticDecoder:
             self._cv.notify()
 
     def _job(self, req: GenerationRequest) -> _Job:
-        if not req.prompt_ids:
-            raise ValueError("GenerationRequest.prompt_ids is empty")
-        if req.params.max_new_tokens < 1:
-            raise ValueError(f"max_new_tokens must be >= 1, got {req.params.max_new_tokens}")
-        seed = req.params.seed if req.params.seed is not None else self.engine._rng.getrandbits(63)
-        stops = sorted(self.engine._eos_ids | frozenset(req.params.stop_token_ids))
-        return _Job(req, Future(), list(req.prompt_ids), stops, int(seed))
+        check_request(list(req.prompt_ids), req.params)
+        seed = self.target.seed(req.params)
+        return _Job(req, Future(), list(req.prompt_ids), sorted(self.target.stop_ids(req.params)), int(seed))
 
     # -- the engine thread ----------------------------------------------------------------------
     def _run(self) -> None:
@@ -179,9 +180,9 @@ class StaticDecoder:
                     self._count_cpu()
 
     def _run_static(self) -> None:
-        device = self.engine.device
+        device = self.target.device
         on_device = torch.cuda.device(device) if device.type == "cuda" else contextlib.nullcontext()
-        with on_device, torch.no_grad(), _eval_mode(self.model):
+        with on_device, torch.no_grad(), eval_mode(self.model):
             if self.state is None:
                 self._setup()
             weights = tuple(p.data_ptr() for p in self.model.parameters())
@@ -216,14 +217,14 @@ class StaticDecoder:
         while True:
             with self._cv:
                 self._commands = []  # the plain path keeps its own cache (engine.release clears it)
-                jobs = [self._queue.popleft() for _ in range(min(len(self._queue), self.engine.max_batch_size))]
+                jobs = [self._queue.popleft() for _ in range(min(len(self._queue), self.fallback_batch))]
             jobs = [j for j in jobs if j.future.running() or j.future.set_running_or_notify_cancel()]
             if not jobs:
                 if self._queue:
                     continue
                 return
             try:
-                results = self.engine._generate_plain([j.request for j in jobs])
+                results = self.fallback([j.request for j in jobs])
             except BaseException as exc:  # noqa: BLE001
                 self._fail(jobs, exc)
                 continue
@@ -261,9 +262,9 @@ class StaticDecoder:
 
     # -- setting up ----------------------------------------------------------------------------
     def _setup(self) -> None:
-        vocab = check_model(self.model, self._config, self.engine.tokenizer, cache_arg=self.engine._cache_arg,
+        vocab = check_model(self.model, self._config, self.target.tokenizer, cache_arg=self.target.cache_arg,
                             kv=self.kv, layers=self.layers, impl=self.impl)
-        self.state = StepState(len(self.table.slots), vocab, self.sync_every, 8, self.engine.device)
+        self.state = StepState(len(self.table.slots), vocab, self.sync_every, 8, self.target.device)
         self.graphs = StepGraphs(self.backend_factory() if self.backend_factory else None, self.state)
 
     # -- a sync point: read back, finish, admit --------------------------------------------------
@@ -326,7 +327,7 @@ class StaticDecoder:
             token = tokens[t % self.sync_every]
             job.tokens.append(token)
             job.logprobs.append(logprobs[t % self.sync_every])
-            if token in job.stop_ids or stops and _hits_stop(self.engine.tokenizer, job.tokens, stops):
+            if token in job.stop_ids or stops and hits_stop(self.target.tokenizer, job.tokens, stops):
                 finish = "stop"
             elif len(job.tokens) >= params.max_new_tokens:
                 finish = "length"
@@ -351,7 +352,7 @@ class StaticDecoder:
         plans, left = self.table.admit(fits, self.kv)
         if not plans:
             return left
-        run = dict(model=self.model, cache_arg=self.engine._cache_arg, kv=self.kv, layers=self.layers, impl=self.impl, st=st)
+        run = dict(model=self.model, cache_arg=self.target.cache_arg, kv=self.kv, layers=self.layers, impl=self.impl, st=st)
         for r in range(max(p.round for p in plans) + 1):
             for p in plans:
                 if p.round == r and p.source is not None:
@@ -360,25 +361,13 @@ class StaticDecoder:
                         st.logits[p.slot] = st.logits[p.source.slot]
             rows = [(p.slot, p.job.prompt[p.reuse:], p.reuse) for p in plans if p.round == r and not p.twin]
             if rows:
-                prefill(**run, rows=rows, budget=PREFILL_TOKENS.get(self.engine.device.type, 4096))
+                prefill(**run, rows=rows, budget=PREFILL_TOKENS.get(self.target.device.type, 4096))
         width = max(len(p.job.stop_ids) for p in plans)
         if width > st.stop_ids.shape[1]:
             st.widen_stops(width)
             self.graphs.reset()
-        dev = st.pos.device
-        idx = torch.tensor([p.slot for p in plans], device=dev)
-        params = [p.job.request.params for p in plans]
-        words = [seed_words(p.job.seed) for p in plans]
-        st.pos[idx] = torch.tensor([len(p.job.prompt) for p in plans], device=dev)
-        st.count[idx] = 0
-        st.max_new[idx] = torch.tensor([q.max_new_tokens for q in params], device=dev)
-        st.temperature[idx] = torch.tensor([float(q.temperature) for q in params], device=dev)
-        st.top_p[idx] = torch.tensor([float(q.top_p) for q in params], device=dev)
-        st.seed_lo[idx] = torch.tensor([w[0] for w in words], device=dev)
-        st.seed_hi[idx] = torch.tensor([w[1] for w in words], device=dev)
-        st.stop_ids[idx] = torch.tensor([p.job.stop_ids + [-1] * (st.stop_ids.shape[1] - len(p.job.stop_ids))
-                                         for p in plans], device=dev)
-        st.active[idx] = True
+        st.arm([p.slot for p in plans], [len(p.job.prompt) for p in plans], [p.job.request.params for p in plans],
+               [p.job.seed for p in plans], [p.job.stop_ids for p in plans])
         for p in plans:
             p.job.prefill = 0 if p.twin else len(p.job.prompt) - p.reuse
         return left
@@ -394,7 +383,7 @@ class StaticDecoder:
         mode = mode_of([j.request.params.temperature for j in jobs], [j.request.params.top_p for j in jobs])
         steps = min(self.sync_every, max(j.request.params.max_new_tokens - j.read for j in jobs))
         top = max(len(j.prompt) + j.read for j in jobs)  # the highest position written next
-        run = dict(model=self.model, cache_arg=self.engine._cache_arg, kv=self.kv, layers=self.layers, impl=self.impl,
+        run = dict(model=self.model, cache_arg=self.target.cache_arg, kv=self.kv, layers=self.layers, impl=self.impl,
                    st=self.state, batch=batch, mode=mode)
         for k in range(steps):
             length = length_bucket(top + k + 1, self.kv.capacity, self.graphs.active)

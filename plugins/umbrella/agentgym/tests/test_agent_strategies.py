@@ -4,7 +4,7 @@ from __future__ import annotations
 import pytest
 
 from agentgym_core import BaseEnv
-from agentgym_core.agent_api import LLMAgent
+from agentgym.agents import LLMAgent
 from agentgym_core.errors import ConfigError, UnknownNameError
 from agentgym_core.rollout.trajectory import Trajectory
 
@@ -23,8 +23,8 @@ class NoLuckEnv(BaseEnv):
 
 
 @pytest.mark.slow
-def test_infer_with_reflect_and_plan(model_dir):
-    options = dict(base_model=str(model_dir), dtype="fp32", max_new_tokens=6, max_turns=3, temperature=1.0, threads=1)
+def test_infer_with_reflect_and_plan(hf_tiny_model_dir):
+    options = dict(base_model=str(hf_tiny_model_dir), dtype="fp32", max_new_tokens=6, max_turns=3, temperature=1.0, threads=1)
     agent = LLMAgent(**options, strategy="reflect", strategy_options={"attempts": 2, "max_tokens": 8})
     attempts = agent.infer(NoLuckEnv, all_attempts=True)
     assert [t.attempt for t in attempts] == [1, 2] and attempts[1].memory

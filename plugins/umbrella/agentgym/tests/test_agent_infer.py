@@ -5,7 +5,7 @@ import pytest
 from agentgym_hf.loading import tiny_random_model
 
 from agentgym_core import BaseEnv
-from agentgym_core.agent_api import LLMAgent, Reply
+from agentgym.agents import LLMAgent, Reply
 from agentgym_core.rollout.trajectory import Trajectory
 
 
@@ -30,10 +30,10 @@ class DoorEnv(BaseEnv):
 
 
 @pytest.fixture(scope="module")
-def model_dir(smol_tokenizer, tmp_path_factory):
+def model_dir(hf_tokenizer, tmp_path_factory):
     path = tmp_path_factory.mktemp("tiny-agent")
-    tiny_random_model(smol_tokenizer, seed=5).save_pretrained(path)
-    smol_tokenizer.save_pretrained(path)
+    tiny_random_model(hf_tokenizer, seed=5).save_pretrained(path)
+    hf_tokenizer.save_pretrained(path)
     return str(path)
 
 

@@ -1,0 +1,216 @@
+"""Pipelines: a run config with ``stages:`` trains stage after stage, each from the previous one's weights.
+
+::
+
+    stages:
+      - name: sft                      # a folder of the run directory
+        trainer: {name: sft, demos_expert: planner, epochs: 3}
+      - name: rl
+        trainer: {name: rl, steps: 20}
+        scheduler: {name: scaling_inter, rounds: [8, 14, 20], step_interval: 5}
+
+A stage holds its ``name`` and any sections of a run config but ``run``; they are merged onto
+the rest of the file (the shared settings: model, env, agent, eval, ...). ``runs/<name>/`` holds
+the whole config and ``pipeline.json`` (each stage's status, wall time, hand-off); each stage
+is an ordinary run directory ``runs/<name>/<stage>/`` (``agentgym eval --model``, ``report`` and
+``view`` work on it). Stage *i + 1* starts from stage *i*'s final checkpoint: full weights as
+saved, LoRA adapters merged into a full model first (``<stage>/merged``), so the next stage
+trains its own adapters (or all weights) on top. Stages after the first skip the ``before``
+evaluation (it is the previous stage's ``after``) unless they set ``eval.before``.
+``agentgym train --resume runs/<name>`` continues where the pipeline stopped: a finished stage
+is kept, an interrupted one resumes from its latest checkpoint.
+"""
+from __future__ import annotations
+
+import json
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+from .errors import AgentGymError, ConfigError
+
+#: The file that marks a pipeline's run directory.
+STATE_FILE = "pipeline.json"
+
+
+def is_pipeline_dir(path: str | Path) -> bool:
+    return (Path(path) / STATE_FILE).is_file()
+
+
+def stage_overlays(raw_stages: Any) -> list[dict[str, Any]]:
+    """The ``stages`` list as plain dicts, checked: a list of mappings, each with a unique folder-safe ``name``
+    and only sections a stage may set."""
+    from omegaconf import DictConfig, ListConfig, OmegaConf
+
+    from .config_schema import SECTIONS
+
+    if not isinstance(raw_stages, (list, ListConfig)) or not raw_stages:
+        raise ConfigError("'stages' must be a non-empty list of stages, each {name: ..., trainer: {...}, ...}")
+    out, seen = [], set()
+    for i, stage in enumerate(raw_stages):
+        if not isinstance(stage, (dict, DictConfig)):
+            raise ConfigError(f"stages[{i}] must be a mapping such as {{name: sft, trainer: {{name: sft}}}}, got {stage!r}")
+        data = OmegaConf.to_container(stage, resolve=False) if isinstance(stage, DictConfig) else dict(stage)
+        name = data.get("name")
+        if not isinstance(name, str) or not name or "/" in name or name.startswith("."):
+            raise ConfigError(f"stages[{i}].name is required: the stage's folder name in the run directory (e.g. sft)")
+        if name in seen:
+            raise ConfigError(f"stages[{i}].name {name!r} is used twice; each stage needs its own folder name")
+        seen.add(name)
+        for key, value in list(data.items()):
+            if key in SECTIONS and SECTIONS[key].kind and not SECTIONS[key].is_list and isinstance(value, str):
+                data[key] = {"name": value}  # trainer: sft
+        for key in data:
+            if key == "name":
+                continue
+            if key == "run":
+                raise ConfigError(f"stages[{i}] ({name}) sets 'run': the run section is the pipeline's (one run "
+                                  "directory, one seed); set it at the top of the file")
+            if key not in SECTIONS or key == "stages":
+                allowed = ", ".join(k for k in SECTIONS if k != "run")
+                raise ConfigError(f"stages[{i}] ({name}) has an unknown section {key!r}; a stage may set: name, {allowed}")
+        out.append(data)
+    return out
+
+
+def stage_config(base: Any, overlay: dict[str, Any], index: int, *, run_dir: Path, model_path: str | None,
+                 manager: Any) -> Any:
+    """The validated run config of one stage: *base* (without ``stages``) with the stage's sections, its run
+    directory ``run_dir/<name>`` and, after the first stage, the previous stage's model."""
+    from omegaconf import OmegaConf
+
+    from .config import validate
+
+    from .config_schema import SECTIONS
+
+    data = OmegaConf.to_container(base, resolve=True)
+    data.pop("stages", None)
+    sections = {k: v for k, v in overlay.items() if k != "name"}
+    for key, value in sections.items():  # another component (trainer: sft after rl): its own options only
+        spec = SECTIONS[key]
+        if spec.kind and not spec.is_list and isinstance(value, dict) and value.get("name") not in (
+                None, (data.get(key) or {}).get("name")):
+            data.pop(key, None)
+    if index > 0 and "before" not in (sections.get("eval") or {}):
+        sections.setdefault("eval", {})["before"] = False  # it is the previous stage's "after"
+    merged = OmegaConf.merge(OmegaConf.create(data), OmegaConf.create(sections))
+    merged.run.name, merged.run.output_dir, merged.run.overwrite = overlay["name"], str(run_dir), False
+    if model_path is not None:
+        merged.model.path = model_path
+    try:
+        return validate(merged, manager)
+    except ConfigError as exc:
+        raise ConfigError(f"stages[{index}] ({overlay['name']}): {exc}") from None
+
+
+def validate_stages(base: Any, raw_stages: Any, manager: Any) -> list[dict[str, Any]]:
+    """Check the ``stages`` of a config before anything runs: every stage's merged config must validate."""
+    overlays = stage_overlays(raw_stages)
+    for i, overlay in enumerate(overlays):
+        stage_config(base, overlay, i, run_dir=Path(base.run.output_dir) / base.run.name, model_path=None,
+                     manager=manager)
+    return overlays
+
+
+class PipelineState:
+    """``pipeline.json``: each stage's status, run directory, final checkpoint, hand-off and wall time."""
+
+    def __init__(self, path: Path, names: list[str]) -> None:
+        self.path = path
+        data = json.loads(path.read_text(encoding="utf-8")) if path.is_file() else {}
+        old = {s["name"]: s for s in data.get("stages", [])}
+        self.stages = [old.get(n, {"name": n, "status": "pending"}) for n in names]
+
+    def get(self, name: str) -> dict[str, Any]:
+        return next(s for s in self.stages if s["name"] == name)
+
+    def write(self) -> None:
+        tmp = self.path.with_name(f".{self.path.name}.tmp")
+        tmp.write_text(json.dumps({"stages": self.stages}, indent=2) + "\n", encoding="utf-8")
+        tmp.replace(self.path)
+
+
+def run_pipeline(cfg: Any, manager: Any, *, resume: str | None = None, echo: Any = print) -> list[dict[str, Any]]:
+    """Train every stage of *cfg* in order (see the module docstring); returns the stages' records."""
+    from .config import build_component, to_yaml
+    from .rundir import RunDir
+
+    overlays = stage_overlays(cfg.stages)
+    root = Path(resume) if resume else Path(cfg.run.output_dir) / cfg.run.name
+    if not resume:
+        _take_dir(root, bool(cfg.run.overwrite))
+    root.mkdir(parents=True, exist_ok=True)
+    (root / "config.yaml").write_text(to_yaml(cfg), encoding="utf-8")
+    state = PipelineState(root / STATE_FILE, [o["name"] for o in overlays])
+    state.write()
+    model_path: str | None = None
+    for i, overlay in enumerate(overlays):
+        name = overlay["name"]
+        record, folder = state.get(name), root / name
+        stage_cfg = stage_config(cfg, overlay, i, run_dir=root, model_path=model_path, manager=manager)
+        if record.get("status") == "completed" and record.get("next_model"):
+            echo(f"pipeline: stage {i + 1}/{len(overlays)} {name}: already completed ({record['checkpoint']})")
+            model_path = record["next_model"]
+            continue
+        resumable = folder.is_dir() and RunDir(folder).latest_checkpoint() is not None
+        if folder.is_dir() and not resumable:  # started, but no checkpoint yet: start it again
+            stage_cfg = _with_overwrite(stage_cfg)
+        echo(f"pipeline: stage {i + 1}/{len(overlays)} {name} ({stage_cfg.trainer.name}) in {folder}"
+             + (" (resuming)" if resumable else "") + (f", from {model_path}" if model_path else ""))
+        record.update(status="running", trainer=stage_cfg.trainer.name, run_dir=str(folder))
+        state.write()
+        started = time.perf_counter()
+        trainer = build_component(manager, "trainers", stage_cfg.trainer, stage_cfg, manager,
+                                  resume=str(folder) if resumable else None)
+        try:
+            trainer.fit()
+        except KeyboardInterrupt:
+            record.update(status="interrupted", wall_s=record.get("wall_s", 0.0) + time.perf_counter() - started)
+            state.write()
+            print(f"pipeline: interrupted in stage {name}; `agentgym train --resume {root}` continues the pipeline "
+                  "from there", file=sys.stderr, flush=True)
+            raise
+        except BaseException:
+            record.update(status="failed", wall_s=record.get("wall_s", 0.0) + time.perf_counter() - started)
+            state.write()
+            raise
+        checkpoint = RunDir(folder).require_checkpoint()
+        next_model, handoff = trainer.export_model(checkpoint) if i + 1 < len(overlays) else (str(checkpoint), "final")
+        record.update(status="completed", checkpoint=str(checkpoint), next_model=next_model, handoff=handoff,
+                      wall_s=round(record.get("wall_s", 0.0) + time.perf_counter() - started, 1),
+                      eval={tag: (s or {}).get("overall", {}).get("success_rate") for tag, s in trainer.summary.items()})
+        state.write()
+        model_path = next_model
+    return state.stages
+
+
+def _take_dir(root: Path, overwrite: bool) -> None:
+    import shutil
+
+    if not root.exists() or not any(root.iterdir()):
+        return
+    if not is_pipeline_dir(root):
+        raise AgentGymError(f"{root} already holds something other than a pipeline; pick another run.name or "
+                            "run.output_dir")
+    if not overwrite:
+        raise AgentGymError(f"{root} already holds a pipeline run: continue it with `agentgym train --resume {root}`, "
+                            "start a new one with run.name=NEW, or replace it with run.overwrite=true")
+    shutil.rmtree(root)
+    print(f"run.overwrite=true: deleted the earlier pipeline in {root}", file=sys.stderr, flush=True)
+
+
+def _with_overwrite(cfg: Any) -> Any:
+    from omegaconf import OmegaConf
+
+    data = OmegaConf.create(OmegaConf.to_container(cfg, resolve=True))
+    data.run.overwrite = True
+    OmegaConf.set_readonly(data, True)
+    return data
+
+
+def stage_dirs(root: str | Path) -> list[tuple[str, Path]]:
+    """``(stage name, run directory)`` of a pipeline's stages in order (those that exist)."""
+    root = Path(root)
+    data = json.loads((root / STATE_FILE).read_text(encoding="utf-8"))
+    return [(s["name"], root / s["name"]) for s in data.get("stages", []) if (root / s["name"]).is_dir()]

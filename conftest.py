@@ -1,0 +1,24 @@
+"""Session setup for every test of the repository (tests/ and plugins/*/*/tests)."""
+from __future__ import annotations
+
+import signal
+
+#: Set when the session started with SIGINT ignored (see pytest_configure).
+RESTORED: list[str] = []
+
+
+def pytest_configure(config):
+    """A suite started as a background job of a shell without job control (``pytest ... &`` in a
+    script, ``nohup``, a CI step) inherits SIGINT *ignored*, and every process a test starts inherits
+    it across exec: the tests that send Ctrl-C to a launcher or a trainer then wait forever. (No test
+    ignores SIGINT: tests/core/test_core_sigint.py runs the suite's check in such a background job.)
+    The tests get SIGINT back, as in a terminal's foreground job."""
+    if signal.getsignal(signal.SIGINT) == signal.SIG_IGN:
+        signal.signal(signal.SIGINT, signal.default_int_handler)
+        RESTORED.append("SIGINT was ignored when pytest started (a background job without job control); "
+                        "restored for the tests, which send Ctrl-C to the processes they start")
+
+
+def pytest_terminal_summary(terminalreporter):
+    for line in RESTORED:
+        terminalreporter.write_line(line)

@@ -1,0 +1,27 @@
+"""The SFT loss: summed negative log-likelihood of the trained tokens, the LM head run on those alone."""
+from __future__ import annotations
+
+from typing import Any
+
+import torch
+import torch.nn.functional as F
+
+from .data import Batch
+
+
+def reply_loss(lm: Any, batch: Batch, device: Any) -> tuple[torch.Tensor, torch.Tensor]:
+    """``(summed NLL, correctly predicted tokens)`` over the tokens of *batch* with loss mask 1.
+
+    Token *t* is predicted from the hidden state at *t - 1*; the vocabulary projection runs only
+    on those positions (a 49k-word vocabulary over every prompt token would dominate the cost).
+    """
+    base = lm.get_base_model() if hasattr(lm, "get_base_model") else lm
+    ids = batch.input_ids.to(device)
+    hidden = base.get_decoder()(input_ids=ids, attention_mask=batch.attention_mask.to(device),
+                                position_ids=batch.position_ids.to(device), use_cache=False).last_hidden_state
+    sel = batch.loss_mask[:, 1:].to(device) > 0
+    targets = ids[:, 1:][sel]
+    logits = base.get_output_embeddings()(hidden[:, :-1][sel]).float()
+    nll = F.cross_entropy(logits, targets, reduction="sum")
+    correct = (logits.argmax(dim=-1) == targets).sum()
+    return nll, correct.detach()

@@ -1,0 +1,204 @@
+"""What :meth:`LLMAgent.train <agentgym.agents.LLMAgent.train>` trains in: the run config built
+from an agent, an env (a name, class or instance) and a method, and the env mapping behind it.
+
+The plugin names here (the ``rl`` trainer, its algorithms, the ``scaling_inter`` scheduler) are
+the umbrella's to name: it depends on those plugins; core names none of them.
+"""
+from __future__ import annotations
+
+import functools
+import inspect
+from pathlib import Path
+from typing import Any, Callable, Optional
+
+from agentgym_core.env.base import BaseEnv
+from agentgym_core.errors import AgentGymError
+
+#: LLMAgent constructor arguments -> the run config keys they set in ``train`` (when passed).
+TRAIN_KEYS = {"base_model": "model.path", "dtype": "model.dtype", "max_context": "model.max_context",
+              "chat_template": "model.chat_template", "system_prompt": "agent.system_prompt",
+              "action_format": "agent.action_format", "engine_name": "engine.name", "seed": "run.seed",
+              "strategy": "agent.strategy.name"}
+#: ``method=`` names (lower case, without ``-``, ``_``; ``+`` read as ``p``) -> the rl trainer's algorithm.
+METHODS = {"grpo": "grpo", "ppo": "ppo", "rloo": "rloo", "reinforcepp": "reinforce_pp", "reinforcepp2": "reinforce_pp"}
+#: The method that raises the horizon in stages (the ``scaling_inter`` scheduler) instead of naming an algorithm.
+SCALING_INTER = "scalinginterrl"
+#: What a run trains with when neither the agent, the file nor the call says.
+TRAIN_DEFAULTS = {"run.name": "agent", "trainer.name": "rl", "trainer.steps": 100, "trainer.algorithm": "grpo"}
+#: Without a config file, a run sized for a first result in minutes on a small CPU (the seed
+#: snippet's usage): 8 episodes a step of at most 48 new tokens a turn, an 8-task evaluation, and
+#: ScalingInter-RL's horizon raised 2 -> 4 -> 6 over the run (:func:`spread_rounds`). A config
+#: file replaces all of it; single keys are overrides (``**{"scheduler.rounds": [6, 13, 20]}``).
+NO_CONFIG_DEFAULTS = {"rollout.tasks_per_step": 2, "rollout.group_size": 4, "rollout.max_new_tokens": 48,
+                      "eval.tasks": 8}
+NO_CONFIG_ROUNDS = [2, 4, 6]
+
+
+def spread_rounds(rounds: list[int], steps: int) -> dict[str, Any]:
+    """A ``scaling_inter`` section whose stages all happen within *steps* (one stage every
+    ``steps / len(rounds)`` steps), so the horizon evaluated after training is one it trained at."""
+    return {"name": "scaling_inter", "rounds": list(rounds), "step_interval": max(1, -(-int(steps) // len(rounds)))}
+
+
+def method_key(method: Optional[str]) -> Optional[str]:
+    """``"ScalingInter-RL"`` -> ``"scalinginterrl"``, ``"REINFORCE++"`` -> ``"reinforcepp"``; an unknown one fails."""
+    if method is None:
+        return None
+    key = method.lower().replace("-", "").replace("_", "").replace("+", "p")
+    if key != SCALING_INTER and key not in METHODS:
+        raise AgentGymError(f"unknown training method {method!r}; use ScalingInter-RL, GRPO, PPO, RLOO or REINFORCE++")
+    return key
+
+
+def remember_given(init: Callable[..., None]) -> Callable[..., None]:
+    """Records which constructor arguments the caller passed (``self.given``): in ``train`` only
+    those override a config file; the rest are defaults the file's values win over."""
+    signature = inspect.signature(init)
+
+    @functools.wraps(init)
+    def wrapper(self: Any, *args: Any, **kwargs: Any) -> None:
+        init(self, *args, **kwargs)
+        self.given = set(signature.bind(self, *args, **kwargs).arguments) - {"self", "engine_options"}
+
+    return wrapper
+
+
+def nested(items: dict[str, Any]) -> dict[str, Any]:
+    """``{"model.path": x}`` -> ``{"model": {"path": x}}`` (values kept as they are)."""
+    out: dict[str, Any] = {}
+    for dotted, value in items.items():
+        *parents, last = dotted.split(".")
+        node = out
+        for part in parents:
+            node = node.setdefault(part, {})
+        node[last] = value
+    return out
+
+
+def build(manager: Any, kind: str, section: Any) -> Any:
+    """The component a config section names (``scheduler``, ...), from *manager* (None: the process's)."""
+    from agentgym_core.config import build_component
+    from agentgym_core.plugins import get_plugin_manager
+
+    return build_component(manager or get_plugin_manager(), kind, section)
+
+
+def final_turns(manager: Any, scheduler_section: Any) -> int:
+    """The horizon a scheduler section ends training at."""
+    from agentgym_core.evaluation import final_horizon
+
+    return final_horizon(build(manager, "schedulers", scheduler_section))
+
+
+def registered_env(env: Any, manager: Any) -> tuple[str, Optional[dict[str, Any]]]:
+    """The registered name of *env* (a name, or a BaseEnv subclass or instance of an installed plugin),
+    and an instance's options (:func:`env_options`; None for a name or a class)."""
+    if isinstance(env, str):
+        return env, None
+    cls = env if isinstance(env, type) else type(env)
+    if not issubclass(cls, BaseEnv):
+        raise AgentGymError(f"LLMAgent.train(env) takes a registered env's name (e.g. 'babyai') or a BaseEnv "
+                            f"subclass or instance, not {type(env).__name__}")
+    registry = manager.registry("envs")
+    here = f"{cls.__module__}:{cls.__qualname__}"
+    entries = [e for e in registry.entries() if e.target == here]
+    if not entries:  # registered under another import path (a re-export): import only same-named classes
+        entries = [e for e in registry.entries()
+                   if e.target.rpartition(":")[2].rpartition(".")[2] == cls.__name__ and _loads(e) is cls]
+    if len(entries) != 1:
+        problem = ("is registered under several names: " + ", ".join(e.name for e in entries) + "; pass one"
+                   if entries else "is not a registered env: training runs envs by registered name (in env "
+                   "servers), so register it with an entry point (docs/plugins.md) or pass one of: "
+                   + ", ".join(registry.names()))
+        raise AgentGymError(f"LLMAgent.train: {cls.__name__} ({here}) {problem}")
+    entry = entries[0]
+    return entry.name, None if isinstance(env, type) else env_options(env, entry)
+
+
+def _loads(entry: Any) -> Any:
+    try:
+        return entry.load()
+    except AgentGymError:
+        return None
+
+
+def env_options(env: BaseEnv, entry: Any) -> dict[str, Any]:
+    """The options *env* (an instance of registered env *entry*) was built with, for a run's ``env``
+    section: the keywords ``BaseEnv`` recorded (:attr:`BaseEnv.built_with`). An instance built
+    with positional arguments, or with values a config file cannot hold, is an error with the fix."""
+    name = type(env).__name__
+    options = getattr(env, "built_with", None)
+    if options is None:
+        raise AgentGymError(f"LLMAgent.train: this {name} was built with positional arguments, which a run config "
+                            f"cannot express; build it with keywords ({name}(levels=[...])) or pass the class and its "
+                            f"options: agent.train({name}, **{{'env.<option>': ...}})")
+    from omegaconf import OmegaConf
+    from omegaconf.errors import OmegaConfBaseException
+
+    try:
+        OmegaConf.create({"env": options})
+    except OmegaConfBaseException as exc:
+        raise AgentGymError(f"LLMAgent.train: {name}'s options {options!r} are not all config data (numbers, "
+                            f"strings, lists, mappings): {exc}; pass plain values") from None
+    return dict(options)
+
+
+def holds_results(path: Path) -> bool:
+    """Whether a run directory has results a new run must not write into."""
+    metrics = path / "metrics.jsonl"
+    return (metrics.is_file() and metrics.stat().st_size > 0) or any((path / "checkpoints").glob("step_*"))
+
+
+def train_config(agent: Any, env: Any, method: Optional[str], *, max_steps: Optional[int], algorithm: Optional[str],
+                 run_name: Optional[str], config: Optional[str], manager: Any, overrides: dict[str, Any]) -> Any:
+    """The validated run config of :meth:`LLMAgent.train_config <agentgym.agents.LLMAgent.train_config>`,
+    which documents what wins over what."""
+    from omegaconf import OmegaConf
+
+    from agentgym_core.config import compose_raw, validate
+    from agentgym_core.config_schema import SECTIONS
+
+    key = method_key(method)
+    for name in overrides:
+        if "." not in name and name not in SECTIONS:
+            raise AgentGymError(
+                f"LLMAgent.train({name}=...): extra keyword arguments are dotted config keys, which Python "
+                f"names cannot spell; pass them as **{{'<section>.{name}': value}}, e.g. **{{'trainer.lr': 1e-5}}"
+            )
+    if manager is None:
+        from agentgym_core.plugins import get_plugin_manager
+
+        manager = get_plugin_manager()
+    env, env_given = registered_env(env, manager)
+    data = OmegaConf.to_container(compose_raw([config] if config else []), resolve=False)
+    if isinstance(data.get("env"), dict) and (env_given is not None or data["env"].get("name") not in (None, env)):
+        del data["env"]  # another env's options, or an env instance: its own options are the env
+    if key == SCALING_INTER or (key is None and "scheduler" not in data):
+        if config is None:
+            data["scheduler"] = spread_rounds(NO_CONFIG_ROUNDS, max_steps or TRAIN_DEFAULTS["trainer.steps"])
+        elif (data.get("scheduler") or {}).get("name") != "scaling_inter":
+            data["scheduler"] = {"name": "scaling_inter"}
+    elif key is not None:
+        turns = agent.max_turns
+        if "max_turns" not in agent.given and data.get("scheduler"):
+            turns = final_turns(manager, validate(OmegaConf.create({"scheduler": data["scheduler"]}), manager).scheduler)
+        elif "max_turns" not in agent.given and config is None:
+            turns = NO_CONFIG_ROUNDS[-1]
+        data["scheduler"] = {"name": "fixed", "turns": turns}
+    defaults = {**TRAIN_DEFAULTS, **(NO_CONFIG_DEFAULTS if config is None else {}), "model.path": agent.base_model,
+                "model.dtype": agent.dtype, "model.max_context": agent.max_context}
+    passed = agent.given | ({"engine_name"} if "engine" in agent.given else set())
+    given = {cfg_key: getattr(agent, arg) for arg, cfg_key in TRAIN_KEYS.items() if arg in passed}
+    given.update({f"engine.{k}": v for k, v in agent.engine_options.items()})  # e.g. device="cuda"
+    given.update({f"agent.strategy.{k}": v for k, v in agent.strategy_options.items()})
+    given["env.name"] = env
+    given.update({f"env.{k}": v for k, v in (env_given or {}).items()})
+    for cfg_key, value in (("trainer.steps", max_steps), ("run.name", run_name), ("trainer.algorithm", algorithm)):
+        if value is not None:
+            given[cfg_key] = value
+    if key in METHODS:
+        given["trainer.algorithm"] = METHODS[key]
+    typed = {k: v for k, v in overrides.items() if not isinstance(v, str)}
+    text = [f"{k}={v}" for k, v in overrides.items() if isinstance(v, str)]
+    merged = OmegaConf.merge(nested(defaults), data, nested(given), nested(typed), compose_raw([], text))
+    return validate(merged, manager)
