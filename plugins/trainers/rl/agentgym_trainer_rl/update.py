@@ -12,9 +12,10 @@ from typing import Any, Optional
 
 import torch
 
-from .algorithms import Algorithm, EstimatorOptions, lone_groups
+from .algorithms import EstimatorOptions, lone_groups
 from .config import UpdateConfig, effective_loss_agg
 from .batch import Batch, PrefixPlan
+from .registry import Estimator
 from .rows import forward_rows
 from .losses import aggregate, clipped_policy_loss, dual_clip, gspo_policy_loss, kl_estimate, normaliser, value_loss
 
@@ -47,7 +48,7 @@ class Updater:
         self,
         policy: torch.nn.Module,
         optimizer: torch.optim.Optimizer,
-        algorithm: Algorithm,
+        algorithm: Estimator,
         opts: UpdateSettings,
         algo_opts: Optional[EstimatorOptions] = None,
         accelerator: Any = None,
