@@ -133,7 +133,8 @@ ESTIMATORS.add(Estimator(
     grouped=True, methods=("RLOO",)))
 ESTIMATORS.add(Estimator(
     "reinforce_pp", "agentgym_trainer_rl.algorithms:reinforce_pp",
-    "discounted token returns, whitened over the batch (Hu 2025)", methods=("REINFORCE++", "REINFORCE++2")))
+    "discounted token returns, whitened over the batch (Hu 2025)",
+    methods=("REINFORCE++", "REINFORCE++2")))  # REINFORCE++2: a spelling the seed API took, kept
 ESTIMATORS.add(Estimator(
     "reinforce_pp_baseline", "agentgym_trainer_rl.algorithms:reinforce_pp_baseline",
     "R − group mean, whitened over the batch (Hu 2025)", grouped=True, methods=("REINFORCE++-baseline",)))
@@ -170,7 +171,7 @@ def _also(aliases: tuple[str, ...]) -> str:
 
 
 def docs_table() -> str:
-    """The markdown tables of docs/training.md's "Registered estimators and policy losses" (a test compares)."""
+    """The markdown tables under docs/training.md's "Algorithms", between its registry markers (a test compares)."""
     flag = {True: "yes", False: "no"}
     lines = ["| `algorithm` | also | grouped | critic | default `loss_agg` | `method=` | what |",
              "|---|---|---|---|---|---|---|"]
