@@ -1,7 +1,7 @@
 """Advantage estimators: plain functions of a :class:`~.batch.Batch` -> per-token advantages.
 
 The update loop only ever sees ``batch.advantages`` (and ``batch.returns`` for a value
-head); adding an algorithm means adding a function and a row in :data:`ALGORITHMS`.
+head); adding an algorithm means adding a function here and an entry in :mod:`.registry`.
 Recursions run over *generated* tokens only, skipping observation tokens, so the reward of
 a turn (placed on its last generated token) is never multiplied away by the loss mask.
 """
@@ -13,6 +13,7 @@ from typing import Any, Callable, Optional
 import torch
 
 from .batch import Batch
+from .registry import ESTIMATORS, Estimator
 
 #: ``all_reduce(tensor)`` summing over processes in place (None: single process).
 AllReduce = Optional[Callable[[torch.Tensor], torch.Tensor]]
@@ -214,23 +215,5 @@ def gae(batch: Batch, opt: EstimatorOptions, all_reduce: AllReduce = None) -> tu
     return adv, returns
 
 
-@dataclass(frozen=True)
-class Algorithm:
-    estimate: Callable[..., tuple[torch.Tensor, Optional[torch.Tensor]]]
-    #: Train a value head on ``batch.returns`` (PPO).
-    needs_value: bool = False
-    #: Its name in :data:`ALGORITHMS` (for its default loss aggregation, config.ALGORITHM_LOSS_AGG).
-    name: str = ""
-    #: Compares the episodes of a task group (reports lone groups).
-    grouped: bool = False
-
-
-ALGORITHMS: dict[str, Algorithm] = {
-    "ppo": Algorithm(gae, needs_value=True, name="gae"),
-    "gae": Algorithm(gae, needs_value=True, name="gae"),
-    "grpo": Algorithm(grpo, name="grpo", grouped=True),
-    "dr_grpo": Algorithm(dr_grpo, name="dr_grpo", grouped=True),
-    "rloo": Algorithm(rloo, name="rloo", grouped=True),
-    "reinforce_pp": Algorithm(reinforce_pp, name="reinforce_pp"),
-    "reinforce_pp_baseline": Algorithm(reinforce_pp_baseline, name="reinforce_pp_baseline", grouped=True),
-}
+#: Every name ``trainer.algorithm`` accepts -> its :class:`~.registry.Estimator` (declared in :mod:`.registry`).
+ALGORITHMS: dict[str, Estimator] = {name: ESTIMATORS.get(name) for name in ESTIMATORS.names()}

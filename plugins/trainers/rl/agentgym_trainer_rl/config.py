@@ -5,12 +5,12 @@ from dataclasses import dataclass
 from typing import Optional
 
 from agentgym_core.config_schema import check_range
+from agentgym_core.errors import did_you_mean
 from agentgym_core.trainer import TrainerConfig
 from agentgym_hf.options import FinetuneConfig
 
-ALGORITHM_NAMES = ("ppo", "gae", "grpo", "dr_grpo", "rloo", "reinforce_pp", "reinforce_pp_baseline")
-#: The estimators that compare the episodes of a task group (and so can credit each turn).
-GROUP_ALGORITHMS = ("grpo", "dr_grpo", "rloo", "reinforce_pp_baseline")
+from .registry import ESTIMATORS, POLICY_LOSSES, default_loss_agg, grouped_names, methods
+
 #: KL estimator names; verl's names are aliases.
 KL_ESTIMATORS = {"k1": "k1", "kl": "k1", "k2": "k2", "mse": "k2", "k3": "k3", "low_var_kl": "k3", "abs": "abs"}
 #: Loss aggregation names; the two older names are aliases.
@@ -19,7 +19,6 @@ LOSS_AGGS = {
     "seq-mean-token-mean": "seq-mean-token-mean", "sequence": "seq-mean-token-mean",
     "seq-mean-token-sum": "seq-mean-token-sum", "seq-mean-token-sum-norm": "seq-mean-token-sum-norm",
 }
-POLICY_LOSSES = ("ppo", "gspo")
 
 
 @dataclass
@@ -31,7 +30,7 @@ class UpdateConfig:
     #: Dual-clip PPO (Ye et al. 2020): for negative advantages the loss is at most -A * clip_ratio_c.
     #: 3 as in verl (``actor.clip_ratio_c``); null: off.
     clip_ratio_c: Optional[float] = 3.0
-    #: ``ppo`` (token ratio) or ``gspo`` (sequence ratio, Zheng et al. 2025).
+    #: ``ppo`` (token ratio) or ``gspo`` (sequence ratio, Zheng et al. 2025): :data:`.registry.POLICY_LOSSES`.
     policy_loss: str = "ppo"
     kl_coef: float = 0.0
     #: ``k1``, ``k2``, ``k3`` (low-variance, non-negative) or ``abs`` (verl's ``kl``, ``mse``,
@@ -76,7 +75,7 @@ class RLConfig(UpdateConfig, FinetuneConfig, TrainerConfig):
     (``lr``, ``finetune``, ``lora_*``, ...) agentgym-hf's :class:`FinetuneConfig`, shared with ``sft``."""
 
     #: ``ppo`` (= ``gae``: value head + GAE), ``grpo``, ``dr_grpo``, ``rloo``, ``reinforce_pp`` or
-    #: ``reinforce_pp_baseline``.
+    #: ``reinforce_pp_baseline``: :data:`.registry.ESTIMATORS`.
     algorithm: str = "grpo"
     gamma: float = 1.0
     lam: float = 0.95
@@ -99,10 +98,12 @@ class RLConfig(UpdateConfig, FinetuneConfig, TrainerConfig):
     def __post_init__(self) -> None:
         super().__post_init__()
         def one_of(key: str, allowed: tuple[str, ...]) -> None:
-            if getattr(self, key) not in allowed:
-                raise ValueError(f"trainer.{key} must be one of {', '.join(allowed)}, got {getattr(self, key)!r}")
+            value = getattr(self, key)
+            if value not in allowed:
+                raise ValueError(f"trainer.{key} must be one of {', '.join(allowed)}, got {value!r}."
+                                 f"{did_you_mean(str(value), allowed)}")
 
-        one_of("algorithm", ALGORITHM_NAMES)
+        one_of("algorithm", ESTIMATORS.names())
         if self.tis_cap is not None:
             check_range("trainer.tis_cap", self.tis_cap, gt=0, note="null: no importance correction; verl and the TIS paper use 2")
         one_of("strategy", ("ddp", "fsdp"))
@@ -112,7 +113,7 @@ class RLConfig(UpdateConfig, FinetuneConfig, TrainerConfig):
         one_of("kl_mode", ("loss", "reward"))
         if self.loss_agg is not None:
             one_of("loss_agg", tuple(LOSS_AGGS))
-        one_of("policy_loss", POLICY_LOSSES)
+        one_of("policy_loss", POLICY_LOSSES.names())
         one_of("kl_ctrl", ("fixed", "adaptive"))
         one_of("credit", ("episode", "turn"))
         self._check_algorithm_options()
@@ -132,9 +133,15 @@ class RLConfig(UpdateConfig, FinetuneConfig, TrainerConfig):
         check_range("trainer.lam", self.lam, ge=0, le=1)
         check_range("trainer.dynamic_sampling_rounds", self.dynamic_sampling_rounds, ge=0,
                     note="extra rounds of tasks a step may play")
-        if self.dynamic_sampling and self.algorithm not in GROUP_ALGORITHMS:
+        if self.dynamic_sampling and not ESTIMATORS.get(self.algorithm).grouped:
             raise ValueError(f"trainer.dynamic_sampling drops task groups without reward variance, which only the "
-                             f"group estimators need ({', '.join(GROUP_ALGORITHMS)}), not {self.algorithm!r}")
+                             f"group estimators need ({', '.join(grouped_names())}), not {self.algorithm!r}")
+
+    @classmethod
+    def methods(cls) -> dict[str, str]:
+        """``LLMAgent.train(method=...)`` spellings -> ``trainer.algorithm``, for the umbrella, which reaches
+        this class through the trainers registry (:func:`.registry.methods`)."""
+        return methods()
 
     def _check_algorithm_options(self) -> None:
         """The options of the estimators and losses, and the combinations that cannot work."""
@@ -154,21 +161,15 @@ class RLConfig(UpdateConfig, FinetuneConfig, TrainerConfig):
             raise ValueError("trainer.loss_agg: seq-mean-token-sum-norm divides each episode's summed loss by the "
                              "constant trainer.loss_norm_tokens, which is not set: give the most tokens an episode "
                              "generates (e.g. rollout.max_new_tokens × the largest horizon)")
-        if self.credit == "turn" and self.algorithm not in GROUP_ALGORITHMS:
-            raise ValueError(f"trainer.credit: turn applies to the group estimators ({', '.join(GROUP_ALGORITHMS)}), "
+        if self.credit == "turn" and not ESTIMATORS.get(self.algorithm).grouped:
+            raise ValueError(f"trainer.credit: turn applies to the group estimators ({', '.join(grouped_names())}), "
                              f"not {self.algorithm!r}, which already gives each token its own return")
 
 
-#: The aggregation an algorithm's paper uses, when trainer.loss_agg is null (others: token-mean).
-#: Dr. GRPO's objective is (1/G) sum_i sum_t (Liu et al. 2025, eq. 3): no 1/|o_i|.
-ALGORITHM_LOSS_AGG = {"dr_grpo": "seq-mean-token-sum"}
-
-
 def effective_loss_agg(loss_agg: Optional[str], policy_loss: str = "ppo", algorithm: str = "") -> str:
-    """The canonical aggregation: *loss_agg* with aliases resolved, else GSPO's (a mean over sequences,
-    Zheng et al. 2025, eq. 5), else the algorithm's (:data:`ALGORITHM_LOSS_AGG`), else token-mean."""
+    """The canonical aggregation: *loss_agg* with aliases resolved, else the registered default of the
+    policy loss (GSPO: a mean over sequences, Zheng et al. 2025, eq. 5), else of the estimator (Dr. GRPO:
+    (1/G) sum_i sum_t, Liu et al. 2025, eq. 3), else token-mean (:func:`.registry.default_loss_agg`)."""
     if loss_agg is not None:
         return LOSS_AGGS[loss_agg]
-    if policy_loss == "gspo":
-        return "seq-mean-token-mean"
-    return ALGORITHM_LOSS_AGG.get(algorithm, "token-mean")
+    return default_loss_agg(policy_loss, algorithm)

@@ -41,6 +41,15 @@ def clipped_policy_loss(
     return torch.maximum(unclipped, clipped), (clipped > unclipped).float()
 
 
+def ppo_policy_loss(
+    logprobs: torch.Tensor, old_logprobs: torch.Tensor, advantages: torch.Tensor, mask: torch.Tensor,
+    clip_low: float, clip_high: float,
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """:func:`clipped_policy_loss` in the signature every registered policy loss has (its ratio is per
+    token: the mask is not needed)."""
+    return clipped_policy_loss(logprobs, old_logprobs, advantages, clip_low, clip_high)
+
+
 def gspo_policy_loss(
     logprobs: torch.Tensor, old_logprobs: torch.Tensor, advantages: torch.Tensor, mask: torch.Tensor,
     clip_low: float, clip_high: float,

@@ -20,13 +20,14 @@ import torch
 from agentgym_core.errors import ConfigError
 from agentgym_core.trainer import EnvFailing, StepResult, Trainer, TrainingDiverged
 
-from .algorithms import ALGORITHMS, EstimatorOptions
+from .algorithms import EstimatorOptions
 from .batch import build_batch
-from .config import GROUP_ALGORITHMS, RLConfig, UpdateConfig
+from .config import RLConfig, UpdateConfig
 from .fsdp import FSDPStrategy
 from .memory import check_run_fits, out_of_memory
 from .optim import make_optimizer
 from .policy import PolicyModule, frozen_copy, load_lm, plain_state_dict
+from .registry import ESTIMATORS
 from .reporting import param_hash, postfix, step_metrics
 from .sampling import SignalWatch, informative_groups, keep_groups
 from .state import ResumeError, TaskCursor, load_trainer_state, rng_state, set_rng_state, write_checkpoint
@@ -89,7 +90,7 @@ class RLTrainer(Trainer):
         self.bf16 = cfg.model.dtype in ("auto", "bf16") and self.backend.supports_bf16()
         if tc.gradient_checkpointing:
             enable_checkpointing(lm)
-        self.algorithm = ALGORITHMS[tc.algorithm]
+        self.algorithm = ESTIMATORS.get(tc.algorithm)
         reference = None
         if tc.finetune == "lora":
             lm = with_adapters(lm, tc, self.checkpoint)
@@ -97,7 +98,7 @@ class RLTrainer(Trainer):
             ref_lm = lm if self.checkpoint is None else load_lm(cfg.model.path, dtype="fp32")[0].to(self.accelerator.device)
             reference = PolicyModule(frozen_copy(ref_lm))
         lm.train()
-        policy = PolicyModule(lm, value_head=self.algorithm.needs_value).to(self.accelerator.device)
+        policy = PolicyModule(lm, value_head=self.algorithm.needs_critic).to(self.accelerator.device)
         self.fsdp = tc.strategy == "fsdp"
         if self.fsdp:  # shard before the optimizer sees the parameters: its state is sharded too
             self.dist: Any = FSDPStrategy(self.accelerator, bf16=self.bf16, offload=tc.fsdp_offload)
@@ -315,13 +316,12 @@ class RLTrainer(Trainer):
 
     def _watch_signal(self, step: int, trajs: list, everything: list) -> None:
         """Warn when no task group of the step could train (every episode of each group got the same reward)."""
-        algorithm = self.settings.algorithm
-        if algorithm not in GROUP_ALGORITHMS and algorithm != "reinforce_pp":
+        if self.algorithm.needs_critic:  # the value head is the baseline: no group needs a varying reward
             return
         usable = [t for t in trajs if not t.failed]
         if not usable:  # every episode failed on an env error: the env-failure watchdog speaks
             return
-        if algorithm == "reinforce_pp":  # whitened over the batch: one group
+        if not self.algorithm.grouped:  # whitened over the batch: one group
             usable = [dataclasses.replace(t, group_id=0) for t in usable]
         if informative_groups(usable, self.settings.credit):
             self.signal.signal()

@@ -1,7 +1,8 @@
 """One training step on a batch: score (old/ref log-probs, values) -> advantages -> PPO epochs.
 
-Nothing here knows which algorithm runs: the algorithm fills ``batch.advantages`` (and
-``batch.returns`` when it trains a value head) and the same clipped-surrogate update follows.
+Nothing here knows which algorithm runs: the estimator fills ``batch.advantages`` (and
+``batch.returns`` when it trains a value head) and the policy loss chosen once from
+:data:`.registry.POLICY_LOSSES` scores each micro-batch (:meth:`Updater.micro_batch_loss`).
 """
 from __future__ import annotations
 
@@ -12,11 +13,12 @@ from typing import Any, Optional
 
 import torch
 
-from .algorithms import Algorithm, EstimatorOptions, lone_groups
+from .algorithms import EstimatorOptions, lone_groups
 from .config import UpdateConfig, effective_loss_agg
 from .batch import Batch, PrefixPlan
+from .registry import POLICY_LOSSES, Estimator
 from .rows import forward_rows
-from .losses import aggregate, clipped_policy_loss, dual_clip, gspo_policy_loss, kl_estimate, normaliser, value_loss
+from .losses import aggregate, dual_clip, kl_estimate, normaliser, value_loss
 
 
 @dataclass
@@ -47,7 +49,7 @@ class Updater:
         self,
         policy: torch.nn.Module,
         optimizer: torch.optim.Optimizer,
-        algorithm: Algorithm,
+        algorithm: Estimator,
         opts: UpdateSettings,
         algo_opts: Optional[EstimatorOptions] = None,
         accelerator: Any = None,
@@ -63,6 +65,7 @@ class Updater:
         #: The KL coefficient in use: opts.kl_coef, moved after each step under kl_ctrl adaptive.
         self.kl_coef = opts.kl_coef
         self.loss_agg = effective_loss_agg(opts.loss_agg, opts.policy_loss, algorithm.name)
+        self.policy_loss = POLICY_LOSSES.get(opts.policy_loss).loss
         self.norm_tokens = opts.loss_norm_tokens if opts.loss_norm_tokens is not None else 1.0
         self._stats: dict[str, float] = {}  # the step's estimator metrics (lone_groups)
         self._kl_sum = self._kl_count = 0.0  # the last update's summed token KL and token count
@@ -242,6 +245,43 @@ class Updater:
             add("tis_truncated", float(((weight >= cap) * mask).sum()), float(mask.sum()))
         return pg * weight
 
+    def micro_batch_loss(self, out: dict[str, torch.Tensor], mb: Batch, norm: float, first_epoch: bool,
+                         add: Any) -> torch.Tensor:
+        """The loss of micro-batch *mb* from the policy's outputs *out* on it: the registered policy loss
+        (dual clip and behaviour correction on top), entropy bonus, KL in the loss and value loss,
+        each aggregated over the mini-batch's *norm*; its metrics go to *add(name, total, weight)*."""
+        o = self.opts
+        agg, norm_tokens = self.loss_agg, self.norm_tokens
+        clip_high = o.clip_ratio_high if o.clip_ratio_high is not None else o.clip_ratio
+        mask = self._to(mb.loss_mask)
+        lp = out["logprobs"].float()
+        old = self._to(mb.old_logprobs) if mb.old_logprobs is not None else lp.detach()
+        adv = self._to(mb.advantages)
+        pg, clipped = self.policy_loss(lp, old, adv, mask, o.clip_ratio, clip_high)
+        ntok = float(mask.sum())
+        if o.clip_ratio_c is not None:
+            pg, lower = dual_clip(pg, adv, o.clip_ratio_c)
+            add("clipfrac_lower", float((lower * mask).sum()), ntok)
+        if mb.sampler_logprobs is not None:
+            pg = self._behaviour_correction(pg, old, self._to(mb.sampler_logprobs), mask, first_epoch, add)
+        loss = aggregate(pg, mask, agg, norm)
+        add("pg_loss", float(aggregate(pg.detach(), mask, agg, 1.0)), normaliser(mask, agg, norm_tokens))
+        add("clipfrac", float((clipped * mask).sum()), ntok)
+        ent = out["entropy"].float()
+        add("entropy", float((ent.detach() * mask).sum()), ntok)
+        if o.entropy_coef:
+            loss = loss - o.entropy_coef * aggregate(ent, mask, agg, norm)
+        if mb.ref_logprobs is not None:
+            kl = kl_estimate(lp, self._to(mb.ref_logprobs), o.kl_estimator, o.kl_clamp)
+            add("kl", float((kl.detach() * mask).sum()), ntok)
+            if o.kl_mode == "loss":
+                loss = loss + self.kl_coef * aggregate(kl, mask, agg, norm)
+        if "values" in out and mb.returns is not None:
+            vl = value_loss(out["values"].float(), self._to(mb.values), self._to(mb.returns), o.value_clip)
+            loss = loss + o.vf_coef * aggregate(vl, mask, agg, norm)
+            add("value_loss", float((vl.detach() * mask).sum()), ntok)
+        return loss
+
     def update(self, batch: Batch) -> dict[str, float]:
         o = self.opts
         # Each metric is a weighted mean over the step (tokens, or sequences for a sequence-level
@@ -257,7 +297,6 @@ class Updater:
         skipped = updates = shared = 0
         self._diff_max = 0.0
         run = 0.0  # tokens the update's forward passes actually ran (no padding, no shared repeats)
-        clip_high = o.clip_ratio_high if o.clip_ratio_high is not None else o.clip_ratio
         agg, norm_tokens = self.loss_agg, self.norm_tokens
         params = [p for p in self.policy.parameters() if p.requires_grad]
         for epoch in range(o.ppo_epochs):
@@ -269,7 +308,6 @@ class Updater:
                 local_loss = 0.0
                 for i, micro in enumerate(micros):
                     mb = batch.select(micro)
-                    mask = self._to(mb.loss_mask)
                     defer = self.accelerator is not None and i < len(micros) - 1
 
                     def sync(defer: bool = defer) -> Any:  # DDP: all-reduce gradients only on the last micro-batch
@@ -279,35 +317,7 @@ class Updater:
                         out, saved, ran = self._forward(self.policy, mb, with_entropy=True)
                     shared += saved
                     run += ran
-                    lp = out["logprobs"].float()
-                    old = self._to(mb.old_logprobs) if mb.old_logprobs is not None else lp.detach()
-                    adv = self._to(mb.advantages)
-                    if o.policy_loss == "gspo":
-                        pg, clipped = gspo_policy_loss(lp, old, adv, mask, o.clip_ratio, clip_high)
-                    else:
-                        pg, clipped = clipped_policy_loss(lp, old, adv, o.clip_ratio, clip_high)
-                    ntok = float(mask.sum())
-                    if o.clip_ratio_c is not None:
-                        pg, lower = dual_clip(pg, adv, o.clip_ratio_c)
-                        add("clipfrac_lower", float((lower * mask).sum()), ntok)
-                    if mb.sampler_logprobs is not None:
-                        pg = self._behaviour_correction(pg, old, self._to(mb.sampler_logprobs), mask, first_epoch, add)
-                    loss = aggregate(pg, mask, agg, norm)
-                    add("pg_loss", float(aggregate(pg.detach(), mask, agg, 1.0)), normaliser(mask, agg, norm_tokens))
-                    add("clipfrac", float((clipped * mask).sum()), ntok)
-                    ent = out["entropy"].float()
-                    add("entropy", float((ent.detach() * mask).sum()), ntok)
-                    if o.entropy_coef:
-                        loss = loss - o.entropy_coef * aggregate(ent, mask, agg, norm)
-                    if mb.ref_logprobs is not None:
-                        kl = kl_estimate(lp, self._to(mb.ref_logprobs), o.kl_estimator, o.kl_clamp)
-                        add("kl", float((kl.detach() * mask).sum()), ntok)
-                        if o.kl_mode == "loss":
-                            loss = loss + self.kl_coef * aggregate(kl, mask, agg, norm)
-                    if "values" in out and mb.returns is not None:
-                        vl = value_loss(out["values"].float(), self._to(mb.values), self._to(mb.returns), o.value_clip)
-                        loss = loss + o.vf_coef * aggregate(vl, mask, agg, norm)
-                        add("value_loss", float((vl.detach() * mask).sum()), ntok)
+                    loss = self.micro_batch_loss(out, mb, norm, first_epoch, add)
                     with sync():
                         if self.accelerator is not None:
                             self.accelerator.backward(loss)

@@ -187,9 +187,10 @@ class LLMAgent:
         (constructor arguments such as ``base_model`` or ``max_context``, *env*, *max_steps*,
         *run_name*, *algorithm*, *method*) < *overrides*. *method* is ``ScalingInter-RL``
         (horizon raised in stages: the ``scaling_inter`` scheduler, the file's rounds kept if it
-        already uses it) or an algorithm name (``GRPO``, ``PPO``, ``RLOO``, ``REINFORCE++``)
-        with a ``fixed`` horizon: ``max_turns`` if the constructor was given it, else the file
-        scheduler's final horizon. Without *method* the file's scheduler is kept
+        already uses it) or an algorithm name (``GRPO``, ``PPO``, ``RLOO``, ``REINFORCE++``, ...:
+        every estimator of ``agentgym_trainer_rl.registry``) with a ``fixed`` horizon: ``max_turns``
+        if the constructor was given it, else the file scheduler's final horizon. Without *method*
+        the file's scheduler is kept
         (``scaling_inter`` when there is none). *overrides* are dotted config keys, passed as
         ``**{"trainer.lr": 1e-5}``.
         """

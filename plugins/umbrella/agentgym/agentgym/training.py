@@ -12,15 +12,13 @@ from pathlib import Path
 from typing import Any, Callable, Optional
 
 from agentgym_core.env.base import BaseEnv
-from agentgym_core.errors import AgentGymError
+from agentgym_core.errors import AgentGymError, did_you_mean
 
 #: LLMAgent constructor arguments -> the run config keys they set in ``train`` (when passed).
 TRAIN_KEYS = {"base_model": "model.path", "dtype": "model.dtype", "max_context": "model.max_context",
               "chat_template": "model.chat_template", "system_prompt": "agent.system_prompt",
               "action_format": "agent.action_format", "engine_name": "engine.name", "seed": "run.seed",
               "strategy": "agent.strategy.name"}
-#: ``method=`` names (lower case, without ``-``, ``_``; ``+`` read as ``p``) -> the rl trainer's algorithm.
-METHODS = {"grpo": "grpo", "ppo": "ppo", "rloo": "rloo", "reinforcepp": "reinforce_pp", "reinforcepp2": "reinforce_pp"}
 #: The method that raises the horizon in stages (the ``scaling_inter`` scheduler) instead of naming an algorithm.
 SCALING_INTER = "scalinginterrl"
 #: What a run trains with when neither the agent, the file nor the call says.
@@ -40,14 +38,39 @@ def spread_rounds(rounds: list[int], steps: int) -> dict[str, Any]:
     return {"name": "scaling_inter", "rounds": list(rounds), "step_interval": max(1, -(-int(steps) // len(rounds)))}
 
 
-def method_key(method: Optional[str]) -> Optional[str]:
+def loose(spelling: str) -> str:
+    """``method=`` names compare in lower case, without ``-`` and ``_``, ``+`` read as ``p``."""
+    return spelling.lower().replace("-", "").replace("_", "").replace("+", "p")
+
+
+def rl_methods(manager: Any = None) -> dict[str, str]:
+    """``method=`` spellings -> the rl trainer's algorithm: every estimator it registers, each by its seed-API
+    spellings, then its names (``RLConfig.methods()``, reached through the trainers registry)."""
+    if manager is None:
+        from agentgym_core.plugins import get_plugin_manager
+
+        manager = get_plugin_manager()
+    return manager.registry("trainers").get("rl").config_class().methods()
+
+
+def method_algorithm(key: str, manager: Any = None) -> Optional[str]:
+    """The rl algorithm of a :func:`loose` ``method=`` name (None: not one)."""
+    return {loose(s): name for s, name in rl_methods(manager).items()}.get(key)
+
+
+def method_key(method: Optional[str], manager: Any = None) -> Optional[str]:
     """``"ScalingInter-RL"`` -> ``"scalinginterrl"``, ``"REINFORCE++"`` -> ``"reinforcepp"``; an unknown one fails."""
     if method is None:
         return None
-    key = method.lower().replace("-", "").replace("_", "").replace("+", "p")
-    if key != SCALING_INTER and key not in METHODS:
-        raise AgentGymError(f"unknown training method {method!r}; use ScalingInter-RL, GRPO, PPO, RLOO or REINFORCE++")
-    return key
+    key = loose(method)
+    if key == SCALING_INTER or method_algorithm(key, manager) is not None:
+        return key
+    shown: dict[str, str] = {}  # each algorithm's first spelling
+    for spelling, name in rl_methods(manager).items():
+        shown.setdefault(name, spelling)
+    names = ["ScalingInter-RL", *shown.values()]
+    raise AgentGymError(f"unknown training method {method!r}; use {', '.join(names[:-1])} or {names[-1]}."
+                        f"{did_you_mean(key, [SCALING_INTER, *map(loose, rl_methods(manager))])}")
 
 
 def remember_given(init: Callable[..., None]) -> Callable[..., None]:
@@ -158,7 +181,6 @@ def train_config(agent: Any, env: Any, method: Optional[str], *, max_steps: Opti
     from agentgym_core.config import compose_raw, validate
     from agentgym_core.config_schema import SECTIONS
 
-    key = method_key(method)
     for name in overrides:
         if "." not in name and name not in SECTIONS:
             raise AgentGymError(
@@ -169,6 +191,7 @@ def train_config(agent: Any, env: Any, method: Optional[str], *, max_steps: Opti
         from agentgym_core.plugins import get_plugin_manager
 
         manager = get_plugin_manager()
+    key = method_key(method, manager)
     env, env_given = registered_env(env, manager)
     data = OmegaConf.to_container(compose_raw([config] if config else []), resolve=False)
     if isinstance(data.get("env"), dict) and (env_given is not None or data["env"].get("name") not in (None, env)):
@@ -196,8 +219,8 @@ def train_config(agent: Any, env: Any, method: Optional[str], *, max_steps: Opti
     for cfg_key, value in (("trainer.steps", max_steps), ("run.name", run_name), ("trainer.algorithm", algorithm)):
         if value is not None:
             given[cfg_key] = value
-    if key in METHODS:
-        given["trainer.algorithm"] = METHODS[key]
+    if key not in (None, SCALING_INTER):
+        given["trainer.algorithm"] = method_algorithm(key, manager)
     typed = {k: v for k, v in overrides.items() if not isinstance(v, str)}
     text = [f"{k}={v}" for k, v in overrides.items() if isinstance(v, str)]
     merged = OmegaConf.merge(nested(defaults), data, nested(given), nested(typed), compose_raw([], text))

@@ -86,6 +86,22 @@ def test_train_config_file_values_win_over_llmagent_defaults():
     assert LLMAgent().train_config("babyai", **{"scheduler.rounds": [6, 13, 20]}).scheduler.rounds == [6, 13, 20]
 
 
+def test_every_registered_estimator_is_a_method():
+    """``method=`` takes each estimator the rl trainer registers, by any of its spellings."""
+    from agentgym.agents import LLMAgent
+    from agentgym.training import method_key
+    from agentgym_core.errors import AgentGymError
+    from agentgym_trainer_rl.registry import ESTIMATORS
+
+    for e in ESTIMATORS:
+        for spelling in (*e.names, *e.methods):
+            cfg = LLMAgent().train_config("babyai", method=spelling, config=str(QUICKSTART))
+            assert cfg.trainer.algorithm == e.name, spelling
+    with pytest.raises(AgentGymError, match="use ScalingInter-RL, PPO, GRPO, Dr-GRPO, RLOO, REINFORCE.. or "
+                                            "REINFORCE..-baseline. Did you mean 'rloo'"):
+        method_key("RLO")
+
+
 def test_train_keyword_that_is_not_a_dotted_key_is_explained():
     from agentgym.agents import LLMAgent
     from agentgym_core.errors import AgentGymError
