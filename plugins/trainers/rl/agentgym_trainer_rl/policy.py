@@ -12,7 +12,7 @@ from typing import Any, Iterator, Optional
 import torch
 from torch import nn
 
-from agentgym_hf.loading import peft_quiet
+from agentgym_hf.training import apply_lora  # noqa: F401  (re-exported: agentgym_trainer_rl.apply_lora)
 
 from .batch import PrefixPlan
 
@@ -151,20 +151,6 @@ def load_lm(path: str, *, dtype: str = "fp32", chat_template: str | None = None)
     from agentgym_hf.loading import load_model
 
     return load_model(path, dtype=dtype, device="cpu", chat_template=chat_template)
-
-
-def apply_lora(lm: nn.Module, r: int, alpha: int, dropout: float, targets: list[str], last_layers: int = 0) -> nn.Module:
-    """Wrap *lm* with LoRA adapters (peft); only the adapters train (on the last *last_layers* layers if > 0)."""
-    from peft import LoraConfig, get_peft_model
-
-    layers = None
-    if last_layers > 0:
-        n = lm.config.get_text_config().num_hidden_layers
-        layers = list(range(max(0, n - last_layers), n))
-    config = LoraConfig(r=r, lora_alpha=alpha, lora_dropout=dropout, target_modules=list(targets),
-                        layers_to_transform=layers, task_type="CAUSAL_LM")
-    with peft_quiet():
-        return get_peft_model(lm, config)
 
 
 
