@@ -56,6 +56,14 @@ class UpdateConfig:
     ppo_epochs: int = 1
     mini_batches: int = 1
     grad_accum: int = 1
+    #: At most this many tokens (of the rows a forward pass runs: whole episodes, or the training
+    #: segments of windowed ones) in one micro-batch: a micro-batch over it is split further, by
+    #: episodes, with the same loss (each part is normalised by the mini-batch). Long windowed
+    #: episodes expand into many segment rows (30 turns: ~28 rows of a window each), which at a
+    #: fixed grad_accum would hold activations for ~100k tokens at once. One process only (under
+    #: DDP/FSDP every rank must run the same number of micro-batches: raise grad_accum there).
+    #: null: no bound.
+    micro_batch_tokens: Optional[int] = 16384
     max_grad_norm: float = 1.0
     vf_coef: float = 0.5
     value_clip: float = 0.2
@@ -119,6 +127,8 @@ class RLConfig(UpdateConfig, FinetuneConfig, TrainerConfig):
         self._check_algorithm_options()
         for key in ("ppo_epochs", "mini_batches", "grad_accum"):
             check_range(f"trainer.{key}", getattr(self, key), ge=1)
+        if self.micro_batch_tokens is not None:
+            check_range("trainer.micro_batch_tokens", self.micro_batch_tokens, ge=1, note="null: no bound")
         # PPO clips the probability ratio to [1 - clip_ratio, 1 + clip_ratio_high].
         check_range("trainer.clip_ratio", self.clip_ratio, gt=0, lt=1)
         if self.clip_ratio_high is not None:

@@ -53,6 +53,20 @@ class ForwardRows:
         return out.index_put(self.dst, values[self.src])
 
 
+def row_tokens(batch: Batch) -> torch.Tensor:
+    """Per episode of *batch*, the tokens its forward rows hold: the episode's length, or the summed
+    lengths of its segments that train something (what :func:`forward_rows` lays out for it)."""
+    lengths = batch.attention_mask.sum(-1).long()
+    if batch.segments is None:
+        return lengths
+    out = lengths.clone()
+    for b, segs in enumerate(batch.segments):
+        if segs is not None:
+            out[b] = sum(len(positions) for positions, own in segs
+                         if bool((batch.loss_mask[b, positions] * own).any()))
+    return out
+
+
 def forward_rows(batch: Batch) -> ForwardRows | None:
     """The segment rows of *batch*, or None when every episode runs as it is (no ``segments``)."""
     if batch.segments is None or all(s is None for s in batch.segments):

@@ -17,7 +17,7 @@ from .algorithms import EstimatorOptions, lone_groups
 from .config import UpdateConfig, effective_loss_agg
 from .batch import Batch, PrefixPlan
 from .registry import POLICY_LOSSES, Estimator
-from .rows import forward_rows
+from .rows import forward_rows, row_tokens
 from .losses import aggregate, dual_clip, kl_estimate, normaliser, value_loss
 
 
@@ -118,6 +118,28 @@ class Updater:
         parts = max(1, min(parts, len(rows))) if len(rows) else 1
         return list(torch.tensor_split(rows, parts))
 
+    def _bounded(self, batch: Batch, micros: list[torch.Tensor]) -> list[torch.Tensor]:
+        """*micros* with any micro-batch whose forward rows exceed ``micro_batch_tokens`` split, in
+        order, into runs of episodes under it (an episode over it alone runs alone). One process
+        only: ranks must run the same number of micro-batches."""
+        budget = self.opts.micro_batch_tokens
+        if budget is None or (self.accelerator is not None and self.accelerator.num_processes > 1):
+            return micros
+        cost = row_tokens(batch)
+        out: list[torch.Tensor] = []
+        for micro in micros:
+            if int(cost[micro].sum()) <= budget:
+                out.append(micro)
+                continue
+            start, used = 0, 0
+            for i, c in enumerate(cost[micro].tolist()):
+                if i > start and used + c > budget:
+                    out.append(micro[start:i])
+                    start, used = i, 0
+                used += c
+            out.append(micro[start:])
+        return out
+
     def _to(self, t: torch.Tensor) -> torch.Tensor:
         return t.to(self.opts.device)
 
@@ -170,7 +192,7 @@ class Updater:
         shape = batch.input_ids.shape
         old, ref, values = torch.zeros(shape), torch.zeros(shape), torch.zeros(shape)
         rows = torch.arange(len(batch))
-        for micro in self._chunks(rows, self.opts.grad_accum * self.opts.mini_batches):
+        for micro in self._bounded(batch, self._chunks(rows, self.opts.grad_accum * self.opts.mini_batches)):
             mb = batch.select(micro)
             length = mb.input_ids.shape[1]
             with self._autocast():
@@ -304,7 +326,7 @@ class Updater:
             order = self._order(batch)
             for mini in self._chunks(order, o.mini_batches):
                 norm = normaliser(batch.loss_mask[mini], agg, norm_tokens)
-                micros = self._chunks(mini, o.grad_accum)
+                micros = self._bounded(batch, self._chunks(mini, o.grad_accum))
                 local_loss = 0.0
                 for i, micro in enumerate(micros):
                     mb = batch.select(micro)

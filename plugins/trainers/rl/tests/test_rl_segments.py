@@ -199,3 +199,32 @@ def test_a_windowed_run_trains_on_what_the_sampler_saw(tmp_path, plugin_manager,
     assert any(turn.get("context") for t in steps for turn in t["turns"])  # the window did move
     assert row["segments_per_episode"] > 1
     assert row["sampler_logp_diff"] <= 1e-4 and row["sampler_logp_diff_max"] <= 1e-3, row
+
+
+def test_a_token_budget_splits_micro_batches_with_the_same_update():
+    """micro_batch_tokens splits a micro-batch whose segment rows exceed it, by episodes; the update
+    (loss, metrics, the weights after an SGD step) is the one the unsplit micro-batch gives."""
+    from agentgym_trainer_rl.batch import build_batch
+    from agentgym_trainer_rl.rows import row_tokens
+
+    trajs = _episodes()
+    batch = build_batch(trajs, pad_id=0)
+    # the exact window's rows, by hand: 4 segments, each its context plus its replies
+    exact = [PROMPT + 3 * (REPLY + DELTA) - DELTA] + [PROMPT + 2 * (REPLY + DELTA) + REPLY] * 3
+    assert int(row_tokens(batch)[0]) == sum(exact)
+    budget = int(row_tokens(batch).max()) + 10  # at most one episode of these fits
+    results = []
+    for tokens in (None, budget):
+        policy = _model()
+        updater = _updater(policy, grad_accum=1, micro_batch_tokens=tokens, ppo_epochs=2)
+        updater.optimizer = torch.optim.SGD([p for p in policy.parameters() if p.requires_grad], lr=0.5)
+        micros = updater._bounded(batch, updater._chunks(torch.arange(len(batch)), 1))
+        assert len(micros) == (1 if tokens is None else len(batch))
+        torch.manual_seed(7)  # the same row order
+        metrics = updater.step(build_batch(trajs, pad_id=0))
+        results.append((metrics, [p.detach().clone() for p in policy.parameters()]))
+    (m1, w1), (m2, w2) = results
+    for key in ("loss", "pg_loss", "entropy", "grad_norm"):
+        assert m2[key] == pytest.approx(m1[key], abs=1e-5), key
+    assert max(float((a - b).abs().max()) for a, b in zip(w1, w2)) < 1e-5
+    assert max(float((a - b).abs().max()) for a, b in zip(w1, [p.detach() for p in _model().parameters()])) > 1e-3
