@@ -16,6 +16,7 @@ import numpy as np
 from agentgym_core import BaseEnv
 from agentgym_core.env.text import normalize_action
 from agentgym_core.errors import ConfigError
+from agentgym_core.options import config_from
 
 from . import compat as agentgym
 from . import nav
@@ -82,7 +83,7 @@ class BabyAIConfig:
     """Options of the ``babyai`` env (the ``env`` section of a run config)."""
 
     #: Level names and/or groups (easy, medium, hard, all), as a list or a comma-separated
-    #: string; task ids interleave them.
+    #: string; task ids interleave them. ``all`` (the default) is every level of the three groups.
     levels: Any = "all"
     #: Training seeds per level (train split = first ``len(levels) * train_seeds`` ids).
     train_seeds: int = 1000
@@ -108,7 +109,8 @@ class BabyAIConfig:
         if self.reward not in ("binary", "minigrid"):
             raise ConfigError(f"env.reward must be binary or minigrid, got {self.reward!r}")
         if not isinstance(self.levels, str) and not hasattr(self.levels, "__iter__"):
-            raise ConfigError(f"env.levels must be a level or group name, or a list of them, got {self.levels!r}")
+            raise ConfigError(f"env.levels must be a level or group name, or a list of them ('all': every level), "
+                              f"got {self.levels!r}")
         resolve_levels(self.levels)  # unknown names fail when the config loads, not when the env starts
         _check_compat(self.compat, self.levels)
 
@@ -120,24 +122,18 @@ class BabyAIEnv(BaseEnv):
     action_format = "react"
     Config = BabyAIConfig
 
-    def __init__(self, levels: Any = None, train_seeds: int = 1000, test_seeds: int = 100,
-                 reward: str = "binary", brief: bool = False, lenient: bool = True, compat: str = "none",
-                 **options: Any) -> None:
-        super().__init__(**options)
-        _check_compat(compat, levels)
-        if compat == "agentgym":
+    def __init__(self, **options: Any) -> None:
+        super().__init__()
+        self.config = cfg = config_from(self, options)
+        if cfg.compat == "agentgym":
             self.instruction = agentgym.INSTRUCTION
-        if brief:  # "Reply with one action": the reply is the action
-            self.instruction = agentgym.BRIEF_INSTRUCTION if compat == "agentgym" else BRIEF_INSTRUCTION
+        if cfg.brief:  # "Reply with one action": the reply is the action
+            self.instruction = agentgym.BRIEF_INSTRUCTION if cfg.compat == "agentgym" else BRIEF_INSTRUCTION
             self.action_format = "free"
-        self.lenient = bool(lenient)
-        self.levels = resolve_levels(levels)
-        if int(train_seeds) < 1 or int(test_seeds) < 1:
-            raise ConfigError(f"env.train_seeds and env.test_seeds must be >= 1, got {train_seeds} and {test_seeds}")
-        if reward not in ("binary", "minigrid"):
-            raise ConfigError(f"env.reward must be 'binary' or 'minigrid', got {reward!r}")
-        self.train_seeds, self.test_seeds, self.reward_mode = int(train_seeds), int(test_seeds), reward
-        self._compat = agentgym.AgentGymBabyAI(self.train_seeds, self.test_seeds) if compat == "agentgym" else None
+        self.lenient = bool(cfg.lenient)
+        self.levels = resolve_levels(cfg.levels)
+        self.train_seeds, self.test_seeds, self.reward_mode = int(cfg.train_seeds), int(cfg.test_seeds), cfg.reward
+        self._compat = agentgym.AgentGymBabyAI(self.train_seeds, self.test_seeds) if cfg.compat == "agentgym" else None
         if self._compat is not None:
             self.levels = tuple(agentgym.LEVELS)
         self._built: dict[str, Any] = {}
@@ -428,6 +424,6 @@ def _check_compat(compat: Any, levels: Any) -> None:
     if compat not in ("none", "agentgym"):
         raise ConfigError(f"env.compat must be 'none' (this env's own tasks and texts) or 'agentgym' (AgentGym's "
                           f"babyai server's), got {compat!r}")
-    if compat == "agentgym" and levels is not None and resolve_levels(levels) != ALL_LEVELS:
+    if compat == "agentgym" and resolve_levels(levels) != ALL_LEVELS:
         raise ConfigError("env.levels does not apply with env.compat=agentgym: task ids follow AgentGym's fixed list "
                           "of 40 levels (level = task_id % 40); drop env.levels")
