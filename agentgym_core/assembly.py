@@ -21,6 +21,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from .config_schema import SECTIONS, AgentSection, ModelSection, RolloutSection
 from .env.spec import EnvSpec
 from .errors import ConfigError
 from .rollout.actions import check_format
@@ -30,50 +31,59 @@ from .rollout.actions import check_format
 class AgentSettings:
     """How the agent plays an episode: prompt layout, action format, sampling and token budgets.
 
-    Built from the config's ``agent``, ``rollout`` and ``model`` sections
-    (:meth:`from_config`); the defaults are those sections' defaults.
+    Built from the config's ``agent``, ``rollout``, ``model`` and ``run`` sections
+    (:meth:`from_config`, through :data:`AGENT_SETTING_SOURCES`); each default is read from
+    the section that declares it, never restated. Two differ on purpose when built directly:
+    ``max_context`` and ``seed`` are None (no cap, not reproducible) until a config sets them.
     """
 
     #: Extra system prompt before the env's instruction.
-    system_prompt: str | None = None
+    system_prompt: str | None = AgentSection.system_prompt
     #: Action format override (None: the env's own).
-    action_format: str | None = None
+    action_format: str | None = AgentSection.action_format
     #: Keep only the last K turns in the model's prompt (0: all).
-    history_window: int = 0
+    history_window: int = AgentSection.history_window
     #: ``system``, ``before_observation`` or ``after_observation``.
-    instruction_position: str = "system"
-    temperature: float = 1.0
-    top_p: float = 1.0
-    max_new_tokens: int = 64
+    instruction_position: str = AgentSection.instruction_position
+    temperature: float = RolloutSection.temperature
+    top_p: float = RolloutSection.top_p
+    max_new_tokens: int = RolloutSection.max_new_tokens
     #: Tokens the stored episode may reach in all (prompt and every turn).
-    max_episode_tokens: int = 2048
+    max_episode_tokens: int = RolloutSection.max_episode_tokens
     #: Tokens the model may generate over an episode (0: no budget).
-    max_generated_tokens: int = 0
+    max_generated_tokens: int = RolloutSection.max_generated_tokens
     #: The model's context: prompt shown (see ``history_window`` / the context policy) plus reply; an
     #: episode ends (``context``) when the next one would not fit (None: no cap).
     max_context: int | None = None
-    chat_template: str | None = None
+    chat_template: str | None = ModelSection.chat_template
     #: Episodes in flight at once.
-    concurrency: int = 16
-    lockstep: bool = False
+    concurrency: int = RolloutSection.concurrency
+    lockstep: bool = RolloutSection.lockstep
     #: Base seed of sampling (each episode and turn derives its own); None: not reproducible.
     seed: int | None = None
 
     @classmethod
     def from_config(cls, cfg: Any) -> "AgentSettings":
-        agent, roll, model = cfg.agent, cfg.rollout, cfg.model
-        return cls(
-            system_prompt=agent.system_prompt, action_format=agent.action_format,
-            history_window=int(agent.history_window), instruction_position=agent.instruction_position,
-            temperature=float(roll.temperature), top_p=float(roll.top_p), max_new_tokens=int(roll.max_new_tokens),
-            max_episode_tokens=int(roll.max_episode_tokens), max_generated_tokens=int(roll.max_generated_tokens),
-            max_context=int(model.max_context),
-            chat_template=model.chat_template, concurrency=int(roll.concurrency), lockstep=bool(roll.lockstep),
-            seed=int(cfg.run.seed),
-        )
+        values = {}
+        for name, (section, key) in AGENT_SETTING_SOURCES.items():
+            value = cfg[section][key]
+            kind = type(getattr(SECTIONS[section].dataclass, key))
+            values[name] = kind(value) if kind in (bool, int, float) and value is not None else value
+        return cls(**values)
 
     def replace(self, **changes: Any) -> "AgentSettings":
         return dataclasses.replace(self, **changes)
+
+
+#: Where each :class:`AgentSettings` field comes from in a run config: ``(section, key)``.
+AGENT_SETTING_SOURCES: dict[str, tuple[str, str]] = {
+    **{f: ("agent", f) for f in ("system_prompt", "action_format", "history_window", "instruction_position")},
+    **{f: ("rollout", f) for f in ("temperature", "top_p", "max_new_tokens", "max_episode_tokens",
+                                   "max_generated_tokens", "concurrency", "lockstep")},
+    "max_context": ("model", "max_context"),
+    "chat_template": ("model", "chat_template"),
+    "seed": ("run", "seed"),
+}
 
 
 @dataclass

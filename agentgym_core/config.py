@@ -19,6 +19,7 @@ from omegaconf import DictConfig, ListConfig, OmegaConf
 from omegaconf.errors import OmegaConfBaseException
 
 from .errors import AgentGymError, ConfigError, UnknownNameError, did_you_mean
+from .options import refuse_unknown_options
 from .registry import SINGULAR
 from .config_schema import DEFAULT_REWARDS, SECTIONS, STAGES, SectionSpec
 
@@ -302,11 +303,7 @@ def check_options(what: str, cls: type | None, options: dict[str, Any]) -> None:
     """
     if cls is None or not dataclasses.is_dataclass(cls):
         return
-    fields = {f.name for f in dataclasses.fields(cls)}
-    for key in options:
-        if key not in fields:
-            valid = f"Valid options: {', '.join(sorted(fields))}" if fields else "It takes no options"
-            raise ConfigError(f"{what}: unknown option {key!r}.{did_you_mean(str(key), fields)} {valid}")
+    refuse_unknown_options(what, cls, options)
     try:
         section = OmegaConf.create(dict(options))
     except OmegaConfBaseException:

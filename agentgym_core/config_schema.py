@@ -8,6 +8,7 @@ selects one inside the ``agent`` section the same way.
 """
 from __future__ import annotations
 
+import dataclasses
 import math
 from dataclasses import dataclass, field
 from typing import Any, Optional
@@ -248,3 +249,23 @@ DEFAULT_REWARDS: list[dict[str, Any]] = [{"name": "success", "weight": 1.0}]
 #: The key of a pipeline's stages: a list of ``{name: <folder>, <section>: {...}, ...}``, each stage's
 #: sections merged onto the rest of the file (:mod:`agentgym_core.pipeline`).
 STAGES = "stages"
+
+
+def schema_default(key: str) -> Any:
+    """The default of config key *key* as this module declares it: ``"rollout.temperature"`` a
+    section field's, ``"engine.name"`` / ``"agent.strategy.name"`` the component a section selects
+    when none is named. What other places that offer these options (``LLMAgent``,
+    ``AgentSettings``) read instead of restating them."""
+    section, _, rest = key.partition(".")
+    spec = SECTIONS[section]
+    head, _, tail = rest.partition(".")
+    if tail == "name" and head in spec.nested:
+        spec, rest = spec.nested[head], tail
+    if rest == "name" and spec.kind is not None:
+        return spec.default_name
+    fields = {f.name: f for f in dataclasses.fields(spec.dataclass)}
+    if rest not in fields:
+        raise KeyError(f"config key {key!r} has no declared default")
+    f = fields[rest]
+    return f.default_factory() if f.default_factory is not dataclasses.MISSING else f.default
+

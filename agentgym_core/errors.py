@@ -32,6 +32,11 @@ class ConfigError(AgentGymError):
     """The run config is malformed: wrong key, wrong type, bad value."""
 
 
+class UnknownOptionError(ConfigError, TypeError):
+    """A component was given an option its ``Config`` does not declare (a ``TypeError`` too, as
+    Python's own unknown-keyword error is)."""
+
+
 class ComponentImportError(AgentGymError):
     """A registered component's import string does not resolve."""
 

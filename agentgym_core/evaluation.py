@@ -20,27 +20,15 @@ from __future__ import annotations
 from collections import Counter, defaultdict
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any, Union
 
 from .errors import AgentGymError
+# The summary's tables live in .eval_tables; re-exported here, where callers have always found them.
+from .eval_tables import METRIC_LABELS, compare, compare_rows, markdown_table, table_rows, to_markdown  # noqa: F401
 
 #: Maps a task id to its category: a dict (its values also name categories that must get a
 #: row even with no episode) or a function such as ``BaseEnv.category``.
 Categories = Union[Mapping[int, str | None], Callable[[int], str | None], None]
-
-METRIC_LABELS = {
-    "n": "n",
-    "tasks": "tasks",
-    "success_rate": "success",
-    "avg_at_k": "Avg@{k}",
-    "pass_at_k": "Pass@{k}",
-    "pass_hat_k": "pass^{k}",
-    "score_mean": "score",
-    "turns_mean": "turns",
-    "failed": "env failures",
-}
-
 
 def pass_at_k(n: int, c: int, k: int) -> float:
     """Unbiased Pass@k from *n* samples with *c* successes: 1 - C(n-c, k) / C(n, k).
@@ -126,7 +114,7 @@ def _category_fn(categories: Categories) -> tuple[Callable[[int], str | None], l
     return mapping.get, names
 
 
-def _row(episodes: Sequence[Any], k: int) -> dict[str, Any]:
+def metrics_row(episodes: Sequence[Any], k: int) -> dict[str, Any]:
     """Metrics of a group of episodes (one row of the table)."""
     reasons = Counter(str(_get(t, "end_reason", "done")) for t in episodes)
     row: dict[str, Any] = {
@@ -179,7 +167,7 @@ def summarize(trajectories: Iterable[Any], *, k: int, categories: Categories = N
             groups.setdefault(str(cat), []).append(c)
 
     def row(subset: list[list[Any]]) -> dict[str, Any]:
-        out = _row([c[-1] for c in subset], k)
+        out = metrics_row([c[-1] for c in subset], k)
         if attempts > 1:
             out["attempts"] = solved_by_attempt(subset, attempts)
         return out
@@ -188,107 +176,6 @@ def summarize(trajectories: Iterable[Any], *, k: int, categories: Categories = N
     if attempts > 1:
         summary["attempts"] = summary["overall"]["attempts"]
     return summary
-
-
-# -- tables -----------------------------------------------------------------------------------
-def _fmt(key: str, value: Any) -> str:
-    if value is None:
-        return "–"
-    if key in ("success_rate", "avg_at_k", "pass_at_k", "pass_hat_k"):
-        return f"{100 * value:.1f}%"
-    if isinstance(value, float):
-        return f"{value:.2f}"
-    return str(value)
-
-
-def _reasons(row: Mapping[str, Any]) -> str:
-    reasons = row.get("end_reasons") or {}
-    return ", ".join(f"{r} {c}" for r, c in reasons.items()) or "–"
-
-
-def table_rows(summary: Mapping[str, Any]) -> tuple[list[str], list[list[str]]]:
-    """Headers and formatted rows of one summary (overall first, then each category); with
-    attempts, a ``by attempt j`` column each (the share solved by attempt *j*)."""
-    k = summary.get("k", 1)
-    keys = ["n", "tasks", "success_rate", "avg_at_k", "pass_at_k", "pass_hat_k", "score_mean", "turns_mean"]
-    attempts = list((summary.get("overall") or {}).get("attempts") or {})
-    headers = (["category"] + [METRIC_LABELS[key].format(k=k) for key in keys]
-               + [f"by attempt {j}" for j in attempts] + ["end reasons"])
-    rows = []
-    named = [("overall", summary.get("overall") or _row([], k))]
-    named += list((summary.get("categories") or {}).items())
-    for name, row in named:
-        by = row.get("attempts") or {}
-        rows.append([name] + [_fmt(key, row.get(key)) for key in keys]
-                    + [_fmt("success_rate", by.get(j)) for j in attempts] + [_reasons(row)])
-    return headers, rows
-
-
-def markdown_table(headers: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
-    """A GitHub-flavoured Markdown table (pipes in cells escaped)."""
-    def cell(text: Any) -> str:
-        return str(text).replace("|", "\\|").replace("\n", " ")
-
-    lines = ["| " + " | ".join(cell(h) for h in headers) + " |"]
-    lines.append("|" + "|".join("---" if i == 0 else "---:" for i in range(len(headers))) + "|")
-    lines += ["| " + " | ".join(cell(c) for c in row) + " |" for row in rows]
-    return "\n".join(lines)
-
-
-def to_markdown(summary: Mapping[str, Any]) -> str:
-    """The summary as one Markdown table: overall row, then one row per category."""
-    return markdown_table(*table_rows(summary))
-
-
-def compare_rows(summaries: Mapping[str, Mapping[str, Any]]) -> tuple[list[str], list[list[str]]]:
-    """Headers and rows for runs side by side: one column per run, one row per metric.
-
-    Per-category success rates follow the overall metrics; a category missing from a run
-    shows ``–``.
-    """
-    names = list(summaries)
-    headers = ["metric"] + names
-    rows: list[list[str]] = []
-    metas = [s.get("meta") or {} for s in summaries.values()]
-    if any(metas):  # what each column evaluated
-        rows.append(["env"] + [str(m.get("env") or "–") for m in metas])
-        rows.append(["model"] + [_short_model(m.get("model")) for m in metas])
-        rows.append(["max turns"] + [str(m.get("max_turns") or "–") for m in metas])
-    for key in ("n", "tasks", "success_rate", "avg_at_k", "pass_at_k", "pass_hat_k", "score_mean", "turns_mean",
-                "failed"):
-        label = METRIC_LABELS[key]
-        ks = {s.get("k", 1) for s in summaries.values()}
-        label = label.format(k=ks.pop() if len(ks) == 1 else "k")
-        rows.append([label] + [_fmt(key, (s.get("overall") or {}).get(key)) for s in summaries.values()])
-    cats: list[str] = []
-    for s in summaries.values():
-        cats += [c for c in (s.get("categories") or {}) if c not in cats]
-    for cat in sorted(cats):
-        cells = []
-        for s in summaries.values():
-            row = (s.get("categories") or {}).get(cat)
-            cells.append("–" if row is None else f"{_fmt('success_rate', row.get('success_rate'))} (n={row.get('n', 0)})")
-        rows.append([f"success: {cat}"] + cells)
-    return headers, rows
-
-
-def compare(summaries: Mapping[str, Mapping[str, Any]]) -> str:
-    """A Markdown table of several summaries side by side (``{name: summary}``)."""
-    if not summaries:
-        return "(nothing to compare)"
-    envs = {(s.get("meta") or {}).get("env") for s in summaries.values()} - {None}
-    note = f"note: these columns evaluate different envs ({', '.join(sorted(envs))})\n\n" if len(envs) > 1 else ""
-    return note + markdown_table(*compare_rows(summaries))
-
-
-def _short_model(model: Any) -> str:
-    """A model path shortened to what tells columns apart (``quickstart/step_000016``)."""
-    if not model:
-        return "–"
-    parts = Path(str(model)).parts
-    if len(parts) >= 3 and parts[-2] == "checkpoints":
-        return f"{parts[-3]}/{parts[-1]}"
-    return parts[-1] if parts else str(model)
 
 
 # -- settings shared by ``agentgym eval`` and the trainer's before/after evaluation -----------

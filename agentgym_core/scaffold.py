@@ -69,14 +69,15 @@ import random
 from dataclasses import dataclass
 
 from agentgym_core import BaseEnv, ConfigError
+from agentgym_core.options import config_from
 
 
 @dataclass
 class ${cls}Config:
     """Options of the ``$name`` env: the ``env`` section of a run config
-    (``env: {name: $name, max_guesses: 6}``) or ``agentgym env play $name --options '{"max_guesses": 6}'``.
-    The fields are ``__init__``'s keywords, with the same defaults; a bad value fails when the
-    config loads, before anything starts."""
+    (``env: {name: $name, max_guesses: 6}``), ``agentgym env play $name --options '{"max_guesses": 6}'``
+    or ``$cls(max_guesses=6)``. Declared here only: ``__init__`` takes them as ``**options``; a bad
+    value fails when the config loads, before anything starts."""
 
     #: Guesses before the episode ends as a failure.
     max_guesses: int = 10
@@ -97,10 +98,10 @@ class $cls(BaseEnv):
     action_format = "react"
     Config = ${cls}Config
 
-    def __init__(self, max_guesses: int = 10, test_tasks: int = 100):
+    def __init__(self, **options):
         super().__init__()
-        config = ${cls}Config(max_guesses, test_tasks)  # raises ConfigError naming a bad option
-        self.max_guesses, self.test_tasks = config.max_guesses, config.test_tasks
+        self.config = config_from(self, options)  # raises ConfigError naming an unknown or bad option
+        self.max_guesses, self.test_tasks = self.config.max_guesses, self.config.test_tasks
         self.secret, self.guesses = 0, 0
 
     def splits(self):
@@ -137,15 +138,18 @@ class $cls(BaseEnv):
 from dataclasses import dataclass
 
 from agentgym_core.components import Reward
+from agentgym_core.options import config_from
 
 
 class $cls(Reward):
     @dataclass
     class Config:
+        #: Cost of every turn.
         cost: float = 0.01
 
-    def __init__(self, cost: float = 0.01):
-        self.cost = cost
+    def __init__(self, **options):
+        self.config = config_from(self, options)  # the options are declared once, in Config
+        self.cost = self.config.cost
 
     def __call__(self, trajectory):
         return [-self.cost] * len(trajectory.turns)
@@ -155,6 +159,7 @@ class $cls(Reward):
 from dataclasses import dataclass
 
 from agentgym_core.components import Scheduler
+from agentgym_core.options import config_from
 
 
 class $cls(Scheduler):
@@ -164,17 +169,19 @@ class $cls(Scheduler):
         every: int = 50
         limit: int = 16
 
-    def __init__(self, start: int = 2, every: int = 50, limit: int = 16):
-        self.start, self.every, self.limit = start, every, limit
+    def __init__(self, **options):
+        self.config = config_from(self, options)  # the options are declared once, in Config
 
     def max_turns(self, step):
-        return min(self.limit, self.start * 2 ** (step // self.every))
+        c = self.config
+        return min(c.limit, c.start * 2 ** (step // c.every))
 ''',
     "backend": '''\
 """A CPU backend variant that pins the number of threads."""
 from dataclasses import dataclass
 
 from agentgym_core.components import Backend
+from agentgym_core.options import config_from
 
 
 class $cls(Backend):
@@ -185,8 +192,9 @@ class $cls(Backend):
     class Config:
         threads: int = 1
 
-    def __init__(self, threads: int = 1):
-        self.threads = threads
+    def __init__(self, **options):
+        self.config = config_from(self, options)  # the options are declared once, in Config
+        self.threads = self.config.threads
 
     def is_available(self):
         return True, ""
@@ -213,13 +221,15 @@ from $package.component import $cls
 
 
 def test_contract():
-    check_env($cls)
+    check_env($cls)  # also: the options are declared once, in ${cls}Config
     check_env($cls, options={"max_guesses": 3, "test_tasks": 5})
 
 
 def test_options_are_checked():
     with pytest.raises(ConfigError, match="env.max_guesses must be an integer >= 1"):
         $cls(max_guesses=0)
+    with pytest.raises(ConfigError, match="unknown option 'max_guess'. Did you mean 'max_guesses'"):
+        $cls(max_guess=3)
     assert len($cls(test_tasks=5).splits()["test"]) == 5
 
 
@@ -262,12 +272,17 @@ def test_over_http():
 }
 GENERIC_TEST = '''\
 from agentgym_core.plugins import get_plugin_manager
+from agentgym_core.testing import check_component_options
 
 
 def test_registered():
     manager = get_plugin_manager(fresh=True)
     assert "$name" in manager.registry("$registry")
     assert manager.registry("$registry").load("$name").__name__ == "$cls"
+
+
+def test_options_are_declared_once_in_config():
+    check_component_options(get_plugin_manager(fresh=True).registry("$registry").load("$name"), "$registry")
 '''
 
 README = """\

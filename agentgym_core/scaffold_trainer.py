@@ -100,6 +100,7 @@ class $cls(Trainer):
 
 TRAINER_TEST = '''\
 from agentgym_core.plugins import get_plugin_manager
+from agentgym_core.testing import check_component_options
 
 from $package.component import choose
 
@@ -108,6 +109,10 @@ def test_registered():
     manager = get_plugin_manager(fresh=True)
     assert "$name" in manager.registry("trainers")
     assert manager.registry("trainers").load("$name").__name__ == "$cls"
+
+
+def test_options_are_declared_once_in_config():
+    check_component_options(get_plugin_manager(fresh=True).registry("trainers").load("$name"), "trainers")
 
 
 def test_ucb_tries_every_prompt_then_prefers_the_best():

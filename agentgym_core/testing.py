@@ -1,8 +1,10 @@
 """Test helpers for plugin authors (also a pytest plugin, loaded automatically).
 
 :func:`check_env` checks a :class:`~agentgym_core.BaseEnv` subclass against the contract in
-``agentgym_core/env/base.py``, and :func:`play_over_http` plays one episode through a real
-env server in the AgentGym wire format. Neither needs pytest, which core does not install.
+``agentgym_core/env/base.py``, :func:`check_component_options` any component against the rule
+that its options are declared once, in its ``Config``, and :func:`play_over_http` (from
+:mod:`.testing_http`) plays one episode through a real env server in the AgentGym wire format.
+None needs pytest, which core does not install.
 
 Fixtures, defined only where pytest is installed (``pip install 'agentgym-core[testing]'``; a
 plugin made by ``agentgym new plugin`` declares it as its ``test`` extra):
@@ -20,11 +22,12 @@ import importlib.util
 import math
 import sys
 import types
-from collections.abc import Callable, Iterable, Iterator, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 from .env.base import BaseEnv
+# One episode through a real env server (the wire format), re-exported: the kit's public names are here.
+from .testing_http import HTTPTranscript, play_over_http  # noqa: F401
 
 try:
     import pytest
@@ -83,6 +86,82 @@ class EnvContractError(AssertionError):
     """A BaseEnv subclass breaks the contract; the message says which rule."""
 
 
+class ComponentOptionsError(EnvContractError):
+    """A component does not declare its options once, in its ``Config``; the message says how to fix it."""
+
+
+#: Constructor parameters a kind's contract puts before a component's options (they come from other
+#: config sections): an engine's model and the ``model`` section's keys, a trainer's run config,
+#: plugin manager and resume directory. Any other named parameter of ``__init__`` restates an option.
+KIND_PARAMETERS: dict[str, tuple[str, ...]] = {
+    "engines": ("model", "tokenizer", "dtype", "chat_template", "max_context"),
+    "trainers": ("config", "manager", "resume"),
+}
+
+_UNKNOWN_OPTION = "no_such_option_for_the_check"
+
+
+def check_component_options(cls: type, kind: str | None = None, *, required: dict[str, Any] | None = None) -> None:
+    """Check that component class *cls* declares its options once, in its ``Config`` dataclass.
+
+    Raise :class:`ComponentOptionsError` unless: ``Config`` is a dataclass that builds with no
+    options (or only *required*, the options the component cannot do without); ``__init__``
+    takes them as ``**options`` and names no option itself (only ``self``, an optional ``config``
+    and the parameters :data:`KIND_PARAMETERS` gives *kind*, a registry kind such as ``"engines"``);
+    and an unknown option is refused with an error naming it. A class without ``Config`` passes:
+    its options are its ``__init__``'s keywords. Only the last rule builds the component, and it
+    fails before the component does any work when ``__init__`` starts with
+    ``self.config = config_from(self, options)``.
+    """
+    import dataclasses
+    import inspect
+
+    name = cls.__name__
+    config_cls = getattr(cls, "Config", None)
+    if config_cls is None:
+        return
+    fix = (f"Declare each option once, as a field of {name}.Config (its default there, its checks in "
+           f"__post_init__), and write `def __init__(self, **options)` starting with "
+           "`self.config = config_from(self, options)` (from agentgym_core.options import config_from); "
+           "see docs/plugins.md, 'Options'.")
+    if not dataclasses.is_dataclass(config_cls):
+        raise ComponentOptionsError(f"{name}.Config must be a dataclass, got {config_cls!r}. {fix}")
+    required = dict(required or {})
+    fields = [f.name for f in dataclasses.fields(config_cls)]
+    try:
+        config_cls(**required)
+    except Exception as exc:  # noqa: BLE001 - whatever it raised, the defaults do not build
+        given = f" with only {sorted(required)}" if required else " with no options"
+        raise ComponentOptionsError(f"{name}.Config cannot be built{given}: {type(exc).__name__}: {exc}. "
+                                    f"Give every option a default in {name}.Config.") from exc
+    allowed = {"self", "config", *KIND_PARAMETERS.get(kind or "", ())}
+    params = list(inspect.signature(cls.__init__).parameters.values())
+    for p in params:
+        if p.kind is p.VAR_KEYWORD or p.name in allowed:
+            continue
+        what = "restates the option" if p.name in fields else "declares"
+        default = f" = {p.default!r}" if p.default is not p.empty else ""
+        star = "*" if p.kind is p.VAR_POSITIONAL else ""
+        raise ComponentOptionsError(f"{name}.__init__ {what} {star}{p.name}{default}, which is not its "
+                                    f"**options. {fix}")
+    if not any(p.kind is p.VAR_KEYWORD for p in params):
+        raise ComponentOptionsError(f"{name}.__init__ does not take **options, so it cannot take its Config's "
+                                    f"fields ({', '.join(fields) or 'none'}) by name. {fix}")
+    positional = [None for p in params[1:] if p.name in allowed and p.default is p.empty
+                  and p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+    try:
+        instance = cls(*positional, **required, **{_UNKNOWN_OPTION: 1})
+    except Exception as exc:  # noqa: BLE001 - any error will do, if it names the option
+        if _UNKNOWN_OPTION not in str(exc):
+            raise ComponentOptionsError(f"{name}({_UNKNOWN_OPTION}=1) raised {type(exc).__name__}: {exc}, which does "
+                                        f"not name the unknown option. {fix}") from exc
+        return
+    with contextlib.suppress(Exception):
+        instance.close()
+    raise ComponentOptionsError(f"{name} accepted the unknown option {_UNKNOWN_OPTION!r}: a misspelt option "
+                                f"would be silently ignored. {fix}")
+
+
 def check_env(
     env_cls: type[BaseEnv],
     *,
@@ -96,10 +175,24 @@ def check_env(
       observation (also after other tasks ran in between);
     * ``step`` returns ``(str, float, bool, dict)`` for arbitrary (even nonsensical) actions;
     * ``splits()`` maps split names to non-empty sequences of ints, ``instruction`` is text;
-    * ``close`` is idempotent.
+    * ``close`` is idempotent;
+    * with a ``Config``, options are declared once, there (:func:`check_component_options`): the
+      env builds with no options and with every option given by name at its default.
     """
     if not (isinstance(env_cls, type) and issubclass(env_cls, BaseEnv)):
         raise EnvContractError(f"{env_cls!r} is not a subclass of agentgym_core.BaseEnv")
+    check_component_options(env_cls, "envs")
+    if env_cls.Config is not None:
+        import dataclasses
+
+        defaults = dataclasses.asdict(env_cls.Config())
+        for given in ({}, defaults):
+            try:
+                env_cls(**given).close()
+            except Exception as exc:  # noqa: BLE001 - whatever it raised, the defaults do not build the env
+                how = "every option given at its default" if given else "no options"
+                raise ComponentOptionsError(f"{env_cls.__name__} cannot be built with {how}: "
+                                            f"{type(exc).__name__}: {exc}") from exc
     options = options or {}
     env = env_cls(**options)
     try:
@@ -155,119 +248,6 @@ def _check_step(env_cls: type, action: str, result: Any) -> None:
         raise EnvContractError(f"step({action!r}) done must be a bool, got {type(done).__name__}")
     if not isinstance(info, dict):
         raise EnvContractError(f"step({action!r}) info must be a dict, got {type(info).__name__}")
-
-
-@dataclass
-class HTTPTranscript:
-    """What :func:`play_over_http` saw: the server's answers, in order."""
-
-    url: str
-    info: dict[str, Any]
-    reset: dict[str, Any]
-    invalid: dict[str, Any] | None = None
-    steps: list[tuple[str, dict[str, Any]]] = field(default_factory=list)
-
-    @property
-    def first_observation(self) -> str:
-        return self.reset["observation"]
-
-    @property
-    def last(self) -> dict[str, Any]:
-        return self.steps[-1][1] if self.steps else self.reset
-
-    @property
-    def success(self) -> bool:
-        return bool(self.last.get("done")) and bool((self.last.get("info") or {}).get("success"))
-
-
-def play_over_http(
-    server: str,
-    task_id: int,
-    actions: Iterable[str] | Callable[[str], str | None],
-    *,
-    options: dict[str, Any] | None = None,
-    invalid_action: str | None = None,
-    invalid_hint: str | None = None,
-    expect_success: bool = True,
-    max_steps: int = 100,
-    token: str | None = None,
-    timeout: float = 60.0,
-) -> HTTPTranscript:
-    """Play task *task_id* to its end through an env server, as a client of the wire format would.
-
-    *server* is a URL, or an env name (or import string) to serve with ``agentgym env serve``
-    (with *options*) for this call. Then: ``GET /info``, ``POST /create``, ``POST /reset``;
-    if *invalid_action* is given, it is sent first and must come back ``invalid_action``, not
-    done, with *invalid_hint* in its observation; then *actions* are stepped with ``seq``
-    numbers (a list, or a policy called with the latest observation; None stops), until done.
-    Finally ``GET /observation`` must equal the last observation and ``POST /close`` succeed.
-    Raises ``AssertionError`` naming what broke; with *expect_success*, also if the episode
-    did not end in success. Returns the :class:`HTTPTranscript` for further checks.
-    """
-    import httpx
-
-    with contextlib.ExitStack() as stack:
-        if server.startswith(("http://", "https://")):
-            url = server
-        else:
-            from .env.launcher import EnvLauncher
-
-            url = stack.enter_context(EnvLauncher(server, options=options, token=token)).urls[0]
-        headers = {"authorization": f"Bearer {token}"} if token else {}
-        http = stack.enter_context(httpx.Client(base_url=url, timeout=timeout, headers=headers))
-
-        def call(method: str, path: str, **kwargs: Any) -> Any:
-            reply = http.request(method, path, **kwargs)
-            assert reply.status_code == 200, (
-                f"{method} {path} {kwargs.get('json', '')} answered {reply.status_code}: {reply.text[:500]}")
-            return reply.json()
-
-        info = call("GET", "/info")
-        sid = call("POST", "/create")["id"]
-        try:
-            script = HTTPTranscript(url, info, call("POST", "/reset", json={"id": sid, "data_idx": int(task_id)}))
-            _play(script, lambda action, seq: call("POST", "/step", json={"id": sid, "action": action, "seq": seq}),
-                  actions, invalid_action, invalid_hint, max_steps)
-            latest = script.steps[-1][1] if script.steps else (script.invalid or script.reset)
-            assert call("GET", "/observation", params={"id": sid}) == latest["observation"], (
-                "GET /observation is not the latest observation")
-        finally:  # also when a check failed: leave no session behind
-            closed = http.post("/close", json={"id": sid})
-        assert closed.status_code == 200, f"POST /close answered {closed.status_code}: {closed.text[:500]}"
-    if expect_success:
-        assert script.success, (f"task {task_id} did not end in success after {len(script.steps)} steps "
-                                f"({[a for a, _ in script.steps]}); last answer: {script.last}")
-    return script
-
-
-def _play(script: HTTPTranscript, step: Callable[[str, int], dict[str, Any]],
-          actions: Iterable[str] | Callable[[str], str | None], invalid_action: str | None,
-          invalid_hint: str | None, max_steps: int) -> None:
-    """The steps of :func:`play_over_http`, recorded into *script*."""
-    seq = 0
-    if invalid_action is not None:
-        seq += 1
-        script.invalid = bad = step(invalid_action, seq)
-        assert (bad.get("info") or {}).get("invalid_action") is True and bad["done"] is False, (
-            f"invalid action {invalid_action!r} should be answered with info.invalid_action and done false, got {bad}")
-        assert invalid_hint is None or invalid_hint in bad["observation"], (
-            f"the answer to invalid action {invalid_action!r} should say {invalid_hint!r}:\n{bad['observation']}")
-    if callable(actions):
-        policy = actions
-    else:
-        remaining = iter(actions)
-
-        def policy(_observation: str) -> str | None:
-            return next(remaining, None)
-    observation = script.first_observation  # an invalid action leaves the episode as it was
-    while len(script.steps) < max_steps and not script.last.get("done"):
-        action = policy(observation)
-        if action is None:
-            break
-        seq += 1
-        answer = step(action, seq)
-        script.steps.append((action, answer))
-        observation = answer["observation"]
 
 
 def load_script(path: str | Any, name: str) -> types.ModuleType:

@@ -29,6 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from .errors import AgentGymError, ConfigError
+from .options import config_from
 from .trainer_parts import EnvFailing, StepResult, TensorBoardLog, TrainerConfig, TrainingDiverged, one_line
 
 __all__ = ["EnvFailing", "StepResult", "TensorBoardLog", "Trainer", "TrainerConfig", "TrainingDiverged", "one_line"]
@@ -54,7 +55,7 @@ class Trainer:
         self.resume = resume
         self.options = options
         #: The ``trainer`` section as :attr:`Config`.
-        self.settings: Any = self.Config(**options)
+        self.settings: Any = config_from(self, options)
         #: Evaluation summaries of this run by tag (``before``, ``after``).
         self.summary: dict[str, Any] = {}
         self.run_dir: Any = None

@@ -6,6 +6,7 @@ from typing import Any
 
 from agentgym_core.components import Backend, Reward, Scheduler
 from agentgym_core.config_schema import check_range
+from agentgym_core.options import config_from
 
 
 class FixedScheduler(Scheduler):
@@ -18,10 +19,9 @@ class FixedScheduler(Scheduler):
         def __post_init__(self) -> None:
             check_range("scheduler.turns", self.turns, ge=1)
 
-    def __init__(self, turns: int = 10) -> None:
-        if turns < 1:
-            raise ValueError(f"scheduler.turns must be >= 1, got {turns}")
-        self.turns = turns
+    def __init__(self, **options: Any) -> None:
+        self.config = config_from(self, options)
+        self.turns = self.config.turns
 
     def max_turns(self, step: int) -> int:
         return self.turns
@@ -37,6 +37,9 @@ class SuccessReward(Reward):
     @dataclass
     class Config:
         pass
+
+    def __init__(self, **options: Any) -> None:
+        self.config = config_from(self, options)
 
     def __call__(self, trajectory: Any) -> list[float]:
         rewards = [0.0] * len(trajectory.turns)
@@ -58,8 +61,9 @@ class CPUBackend(Backend):
         def __post_init__(self) -> None:
             check_range("backend.threads", self.threads, ge=0, note="0: torch's default")
 
-    def __init__(self, threads: int = 0) -> None:
-        self.threads = threads
+    def __init__(self, **options: Any) -> None:
+        self.config = config_from(self, options)
+        self.threads = self.config.threads
 
     def is_available(self) -> tuple[bool, str]:
         return True, ""

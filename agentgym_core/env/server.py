@@ -12,7 +12,6 @@ import asyncio
 import functools
 import hmac
 import itertools
-import json
 import logging
 import time
 from collections.abc import Callable
@@ -29,45 +28,12 @@ from starlette.routing import Route
 from . import taskids
 from .base import BaseEnv
 from .openapi import openapi_schema
-from .wire import EXAMPLES, HTTPError, check_batch_op, check_step, describe_value, int_field, json_kind, json_response, \
-    key_field, valid_text
+from .sessions import Session, describe_env, has_wire_fields, list_tasks, reset_and_fields, step_and_fields, task_runs, \
+    wire_fields
+from .wire import HTTPError, check_batch_op, check_step, describe_value, int_field, json_response, key_field, \
+    read_body, valid_text
 
 log = logging.getLogger("agentgym.env.server")
-
-
-def _has_wire_fields(env: Any) -> bool:
-    """Whether *env* overrides :meth:`BaseEnv.wire_fields` (others are served without asking it)."""
-    method = getattr(type(env), "wire_fields", None)
-    return method is not None and method is not BaseEnv.wire_fields
-
-
-def _wire_fields(env: Any, call: str) -> dict[str, Any] | None:
-    """The env's extra answer fields for *call*, checked against the contract (see ``BaseEnv.wire_fields``)."""
-    if not _has_wire_fields(env):
-        return None
-    fields = env.wire_fields(call)
-    if fields is None:
-        return None
-    if not isinstance(fields, dict) or not all(isinstance(key, str) for key in fields):
-        raise TypeError(f"wire_fields({call!r}) returned {type(fields).__name__}; expected None or a dict with "
-                        "string keys")
-    clash = sorted(BaseEnv.WIRE_KEYS & fields.keys()) if call != "observation" else []
-    if clash:
-        raise ValueError(f"wire_fields({call!r}) may not replace the server's own field(s) {', '.join(clash)}; "
-                         "give them other names")
-    return fields
-
-
-def _reset_and_fields(env: Any, task_id: int, seed: int | None) -> tuple[Any, dict[str, Any] | None]:
-    """``env.reset`` and then its reset answer fields, in one worker-thread call."""
-    obs = env.reset(task_id=task_id, seed=seed)
-    return obs, _wire_fields(env, "reset")
-
-
-def _step_and_fields(env: Any, action: str) -> tuple[Any, dict[str, Any] | None]:
-    """``env.step`` and then its step answer fields, in one worker-thread call."""
-    out = env.step(action)
-    return out, _wire_fields(env, "step")
 
 
 @dataclass
@@ -83,24 +49,6 @@ class ServerSettings:
     max_body: int = 1 << 20
     #: Threads running env code (one call per session at a time).
     workers: int = 64
-
-
-class Session:
-    """One env instance, its lock and what exactly-once needs (the last applied step)."""
-
-    __slots__ = ("id", "env", "key", "lock", "last_used", "last_seq", "stored", "observation", "score", "done",
-                 "needs_reset")
-
-    def __init__(self, sid: int, env: BaseEnv, key: str | None = None) -> None:
-        self.id, self.env, self.key = sid, env, key
-        self.lock = asyncio.Lock()
-        self.last_used = time.monotonic()
-        self.last_seq = 0
-        self.stored: tuple[int, dict] | None = None
-        self.observation = ""
-        self.score = 0.0
-        self.done = False
-        self.needs_reset = True  # no episode until the first reset
 
 
 class EnvServer:
@@ -192,31 +140,7 @@ class EnvServer:
                              headers=getattr(exc, "headers", None))  # starlette's Allow header (RFC 9110)
 
     async def _body(self, request: Request, *, required: bool = True) -> dict[str, Any]:
-        limit = self.settings.max_body
-        length = request.headers.get("content-length")
-        if length is not None:
-            if not length.isdigit():
-                raise HTTPError(400, f"bad Content-Length header {length!r}")
-            if int(length) > limit:
-                raise HTTPError(413, f"request body of {length} bytes exceeds the server limit of {limit} bytes (--max-body)")
-        chunks, size = [], 0
-        async for chunk in request.stream():
-            size += len(chunk)
-            if size > limit:
-                raise HTTPError(413, f"request body exceeds the server limit of {limit} bytes (--max-body)")
-            chunks.append(chunk)
-        raw = b"".join(chunks)
-        if not raw.strip():
-            if required:
-                raise HTTPError(422, f"{request.url.path} needs a JSON object body, e.g. {EXAMPLES[request.url.path]}")
-            return {}
-        try:
-            data = json.loads(raw)
-        except (ValueError, UnicodeDecodeError, RecursionError) as exc:  # RecursionError: absurdly deep nesting
-            raise HTTPError(400, f"request body is not valid JSON: {exc}") from None
-        if not isinstance(data, dict):
-            raise HTTPError(422, f"request body must be a JSON object, e.g. {EXAMPLES[request.url.path]}; got {json_kind(data)}")
-        return data
+        return await read_body(request, self.settings.max_body, required=required)
 
     def _session(self, raw_id: Any, *, text: bool = False) -> Session:
         sid = int_field("id", raw_id, minimum=0, text=text)
@@ -287,7 +211,7 @@ class EnvServer:
             if self.sessions.get(session.id) is not session:
                 raise HTTPError(404, f"session id {session.id} was closed while this reset waited")
             try:
-                obs, extra = await self._run(_reset_and_fields, session.env, task_id, seed)
+                obs, extra = await self._run(reset_and_fields, session.env, task_id, seed)
             except Exception as exc:
                 session.needs_reset = True
                 return 500, {"error": f"env {self.name!r} raised in reset(task_id={task_id}): {type(exc).__name__}: {exc}",
@@ -330,7 +254,7 @@ class EnvServer:
 
     async def _apply_step(self, session: Session, action: str) -> tuple[int, dict]:
         try:
-            out, extra = await self._run(_step_and_fields, session.env, action)
+            out, extra = await self._run(step_and_fields, session.env, action)
             obs, reward, done, info = out
             problem = check_step(obs, reward, done, info)
         except Exception as exc:
@@ -371,13 +295,13 @@ class EnvServer:
 
     async def observation(self, request: Request) -> Any:
         session = self._session(request.query_params.get("id"), text=True)
-        if not _has_wire_fields(session.env):
+        if not has_wire_fields(session.env):
             return session.observation  # a bare JSON string, as the AgentGym servers answer
         async with session.lock:  # the env may be mid-step in another thread
             if self.sessions.get(session.id) is not session:
                 raise HTTPError(404, f"session id {session.id} was closed while this request waited")
             try:
-                fields = await self._run(_wire_fields, session.env, "observation")
+                fields = await self._run(wire_fields, session.env, "observation")
             except Exception as exc:
                 raise HTTPError(500, f"env {self.name!r} raised in wire_fields('observation'): "
                                      f"{type(exc).__name__}: {exc}") from None
@@ -397,23 +321,14 @@ class EnvServer:
 
     async def info(self, request: Request) -> dict[str, Any]:
         if self._info is None:
-            self._info = await self._run(self._describe)
+            self._info = await self._run(describe_env, self.factory, self.name, self.version, self.distribution)
         return {**self._info, "sessions": len(self.sessions), "max_sessions": self.settings.max_sessions}
 
     async def tasks(self, request: Request) -> dict[str, Any]:
         """Every split's task ids and their categories (:func:`~agentgym_core.env.spec.task_listing`)."""
         if self._tasks is None:
-            self._tasks = await self._run(self._list_tasks)
+            self._tasks = await self._run(list_tasks, self.factory)
         return self._tasks
-
-    def _list_tasks(self) -> dict[str, Any]:
-        from .spec import task_listing
-
-        env = self.factory()
-        try:
-            return task_listing(env)
-        finally:
-            env.close()
 
     async def openapi(self, request: Request) -> dict[str, Any]:
         return openapi_schema(self.name, self.version, data_idx=taskids.schema(await self._task_runs()))
@@ -424,44 +339,13 @@ class EnvServer:
         first callers wait for that one answer."""
         if self._runs is None:
             if self._runs_building is None:
-                self._runs_building = asyncio.ensure_future(self._run(self._list_runs, env))
+                self._runs_building = asyncio.ensure_future(self._run(task_runs, self.factory, env))
             try:
                 self._runs = await asyncio.shield(self._runs_building)
             except Exception:
                 self._runs_building = None  # the next request tries again
                 raise
         return self._runs
-
-    def _list_runs(self, env: BaseEnv | None) -> list[tuple[int, int]]:
-        if env is not None:
-            return taskids.id_runs(env.splits())
-        env = self.factory()
-        try:
-            return taskids.id_runs(env.splits())
-        finally:
-            env.close()
-
-    def _describe(self) -> dict[str, Any]:
-        env = self.factory()
-        try:
-            desc = env.describe()
-            categories: dict[str, dict[str, int]] = {}
-            for split, ids in env.splits().items():
-                if len(ids) > 200_000:
-                    continue
-                counts: dict[str, int] = {}
-                for tid in ids:
-                    cat = env.category(tid)
-                    if cat is not None:
-                        counts[cat] = counts.get(cat, 0) + 1
-                if counts:
-                    categories[split] = counts
-        finally:
-            env.close()
-        out = {"name": self.name, "version": self.version, "distribution": self.distribution, **desc}
-        if categories:
-            out["categories"] = categories
-        return out
 
     # -- lifecycle ---------------------------------------------------------------------------
     async def _close_env(self, session: Session) -> None:

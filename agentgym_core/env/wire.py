@@ -6,6 +6,7 @@ import math
 import re
 from typing import Any
 
+from starlette.requests import Request
 from starlette.responses import Response
 
 
@@ -141,3 +142,33 @@ def json_response(body: Any, status: int = 200, headers: dict[str, str] | None =
         data = json.dumps(_finite(json.loads(json.dumps(body, default=_jsonable))), ensure_ascii=False,
                           separators=(",", ":"), allow_nan=False)
     return Response(data.encode(), status_code=status, headers=headers, media_type="application/json")
+
+
+async def read_body(request: Request, limit: int, *, required: bool = True) -> dict[str, Any]:
+    """The request's JSON object body, read up to *limit* bytes (413 above); 400/422 for what is not
+    a JSON object, naming the endpoint's expected body. Without a body: ``{}`` unless *required*."""
+    length = request.headers.get("content-length")
+    if length is not None:
+        if not length.isdigit():
+            raise HTTPError(400, f"bad Content-Length header {length!r}")
+        if int(length) > limit:
+            raise HTTPError(413, f"request body of {length} bytes exceeds the server limit of {limit} bytes (--max-body)")
+    chunks, size = [], 0
+    async for chunk in request.stream():
+        size += len(chunk)
+        if size > limit:
+            raise HTTPError(413, f"request body exceeds the server limit of {limit} bytes (--max-body)")
+        chunks.append(chunk)
+    raw = b"".join(chunks)
+    if not raw.strip():
+        if required:
+            raise HTTPError(422, f"{request.url.path} needs a JSON object body, e.g. {EXAMPLES[request.url.path]}")
+        return {}
+    try:
+        data = json.loads(raw)
+    except (ValueError, UnicodeDecodeError, RecursionError) as exc:  # RecursionError: absurdly deep nesting
+        raise HTTPError(400, f"request body is not valid JSON: {exc}") from None
+    if not isinstance(data, dict):
+        raise HTTPError(422, f"request body must be a JSON object, e.g. {EXAMPLES[request.url.path]}; got {json_kind(data)}")
+    return data
+

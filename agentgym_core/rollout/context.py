@@ -27,6 +27,7 @@ from typing import Optional
 
 from ..config_schema import check_range
 from ..errors import AgentGymError
+from ..options import config_from
 
 Span = tuple[int, int]
 
@@ -81,7 +82,7 @@ class ContextPolicy:
     name: str = "full"
 
     def __init__(self, **options: object) -> None:
-        self.config = self.Config(**options)
+        self.config = config_from(self, options)
 
     def spans(self, view: EpisodeView) -> list[Span]:
         return [(0, view.length)]

@@ -20,8 +20,9 @@ loss mask 1 there.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
+from ..options import config_from
 from .loop import ACTION, EpisodeLoop, Task
 from .trajectory import Trajectory, Turn
 
@@ -50,6 +51,9 @@ class Strategy:
     max_attempts: int = 1
     #: Reply kinds whose latest turn stays in the model's prompt under ``agent.history_window``.
     keep_in_context: tuple[str, ...] = ()
+
+    def __init__(self, **options: Any) -> None:
+        self.config = config_from(self, options)
 
 
     async def play(self, loop: EpisodeLoop, task: Task) -> list[Trajectory]:

@@ -30,8 +30,8 @@ def test_explicit_values_are_kept():
 
 def test_horizon_is_the_schedulers_final_one_in_its_current_state():
     scaling = pytest.importorskip("agentgym_scheduler_scaling.schedulers")
-    assert plan_evaluation(EVAL, ROLLOUT, scaling.ScalingInterScheduler([2, 4, 6], 10)).max_turns == 6
-    adaptive = scaling.AdaptiveScheduler([2, 4, 6], window=1, threshold=0.5)
+    assert plan_evaluation(EVAL, ROLLOUT, scaling.ScalingInterScheduler(rounds=[2, 4, 6], step_interval=10)).max_turns == 6
+    adaptive = scaling.AdaptiveScheduler(rounds=[2, 4, 6], window=1, threshold=0.5)
     assert plan_evaluation(EVAL, ROLLOUT, adaptive).max_turns == 2
     adaptive.observe(0, {"success_rate": 1.0})  # the stage reached during training
     assert plan_evaluation(EVAL, ROLLOUT, adaptive).max_turns == 4

@@ -3,6 +3,7 @@ import random
 from dataclasses import dataclass
 
 from agentgym_core import BaseEnv, ConfigError
+from agentgym_core.options import config_from
 
 
 @dataclass
@@ -34,10 +35,12 @@ class LightsOutEnv(BaseEnv):
     action_format = "react"
     Config = LightsOutConfig
 
-    def __init__(self, size: int = 3, presses: int = 2) -> None:
+    def __init__(self, **options) -> None:
         super().__init__()
-        config = LightsOutConfig(size, presses)  # raises ConfigError naming the bad option
-        self.size, self.presses = config.size, config.presses
+        # The options are declared once, in LightsOutConfig: an unknown one or a bad value raises
+        # ConfigError naming it.
+        self.config = config_from(self, options)
+        self.size, self.presses = self.config.size, self.config.presses
         self.grid = [[0] * self.size for _ in range(self.size)]
         self.solution: list[tuple[int, int]] = []
 

@@ -13,6 +13,7 @@ from typing import Any, Optional
 
 from agentgym_core.backend import BackendUnavailableError
 from agentgym_core.components import Backend
+from agentgym_core.options import config_from
 
 _DEVICE_LIST = re.compile(r"^\d+(,\d+)*$")
 
@@ -43,7 +44,7 @@ class AccelConfig:
     devices: Optional[str] = None
 
     def __post_init__(self) -> None:
-        check_devices(self.devices)
+        self.devices = check_devices(self.devices)
 
 
 class _AccelBackend(Backend):
@@ -58,8 +59,9 @@ class _AccelBackend(Backend):
 
     Config = AccelConfig
 
-    def __init__(self, devices: Optional[str] = None) -> None:
-        self.devices = check_devices(devices)
+    def __init__(self, **options: Any) -> None:
+        self.config = config_from(self, options)
+        self.devices = self.config.devices
 
     def _module(self) -> Any:
         """The torch device module; raises :class:`_Unavailable` with the reason."""

@@ -8,18 +8,18 @@ from __future__ import annotations
 
 import random
 import re
-from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
 from agentgym_core import BaseEnv
 from agentgym_core.env.text import normalize_action
-from agentgym_core.errors import ConfigError
+from agentgym_core.options import config_from
 
 from . import compat as agentgym
 from . import nav
-from .levels import ALL_LEVELS, GROUPS, make_level, resolve_levels, task_level_and_seed
+from .config import BabyAIConfig
+from .levels import GROUPS, make_level, resolve_levels, task_level_and_seed
 from .view import View, door_state, look
 from .view import describe as describe_view
 
@@ -77,42 +77,6 @@ BRIEF_INSTRUCTION = (
 )
 
 
-@dataclass
-class BabyAIConfig:
-    """Options of the ``babyai`` env (the ``env`` section of a run config)."""
-
-    #: Level names and/or groups (easy, medium, hard, all), as a list or a comma-separated
-    #: string; task ids interleave them.
-    levels: Any = "all"
-    #: Training seeds per level (train split = first ``len(levels) * train_seeds`` ids).
-    train_seeds: int = 1000
-    #: Held-out seeds per level, after the training seeds.
-    test_seeds: int = 100
-    #: ``binary``: 1 on success; ``minigrid``: minigrid's 1 - 0.9 * moves / max_moves.
-    reward: str = "binary"
-    #: Use a ~70-token instruction instead of the full ~400-token one (small models, CPUs).
-    brief: bool = False
-    #: Accept an object action inside a longer reply ("I'll go to the red ball") when the
-    #: reply as a whole is not an action; ``info["embedded_action"]`` marks such turns.
-    lenient: bool = True
-    #: ``none``: this env's tasks, texts and actions. ``agentgym``: AgentGym's babyai server's
-    #: (its 40 levels by ``data_idx``, its observation text with ``Available actions``, its
-    #: action names and minigrid's discounted reward); see docs/envs.md.
-    compat: str = "none"
-
-    def __post_init__(self) -> None:
-        from agentgym_core.config_schema import check_range
-
-        check_range("env.train_seeds", self.train_seeds, ge=1)
-        check_range("env.test_seeds", self.test_seeds, ge=1)
-        if self.reward not in ("binary", "minigrid"):
-            raise ConfigError(f"env.reward must be binary or minigrid, got {self.reward!r}")
-        if not isinstance(self.levels, str) and not hasattr(self.levels, "__iter__"):
-            raise ConfigError(f"env.levels must be a level or group name, or a list of them, got {self.levels!r}")
-        resolve_levels(self.levels)  # unknown names fail when the config loads, not when the env starts
-        _check_compat(self.compat, self.levels)
-
-
 class BabyAIEnv(BaseEnv):
     """BabyAI: reach, pick up, open or arrange objects in grid-world rooms, from text."""
 
@@ -120,24 +84,18 @@ class BabyAIEnv(BaseEnv):
     action_format = "react"
     Config = BabyAIConfig
 
-    def __init__(self, levels: Any = None, train_seeds: int = 1000, test_seeds: int = 100,
-                 reward: str = "binary", brief: bool = False, lenient: bool = True, compat: str = "none",
-                 **options: Any) -> None:
-        super().__init__(**options)
-        _check_compat(compat, levels)
-        if compat == "agentgym":
+    def __init__(self, **options: Any) -> None:
+        super().__init__()
+        self.config = cfg = config_from(self, options)
+        if cfg.compat == "agentgym":
             self.instruction = agentgym.INSTRUCTION
-        if brief:  # "Reply with one action": the reply is the action
-            self.instruction = agentgym.BRIEF_INSTRUCTION if compat == "agentgym" else BRIEF_INSTRUCTION
+        if cfg.brief:  # "Reply with one action": the reply is the action
+            self.instruction = agentgym.BRIEF_INSTRUCTION if cfg.compat == "agentgym" else BRIEF_INSTRUCTION
             self.action_format = "free"
-        self.lenient = bool(lenient)
-        self.levels = resolve_levels(levels)
-        if int(train_seeds) < 1 or int(test_seeds) < 1:
-            raise ConfigError(f"env.train_seeds and env.test_seeds must be >= 1, got {train_seeds} and {test_seeds}")
-        if reward not in ("binary", "minigrid"):
-            raise ConfigError(f"env.reward must be 'binary' or 'minigrid', got {reward!r}")
-        self.train_seeds, self.test_seeds, self.reward_mode = int(train_seeds), int(test_seeds), reward
-        self._compat = agentgym.AgentGymBabyAI(self.train_seeds, self.test_seeds) if compat == "agentgym" else None
+        self.lenient = bool(cfg.lenient)
+        self.levels = resolve_levels(cfg.levels)
+        self.train_seeds, self.test_seeds, self.reward_mode = int(cfg.train_seeds), int(cfg.test_seeds), cfg.reward
+        self._compat = agentgym.AgentGymBabyAI(self.train_seeds, self.test_seeds) if cfg.compat == "agentgym" else None
         if self._compat is not None:
             self.levels = tuple(agentgym.LEVELS)
         self._built: dict[str, Any] = {}
@@ -422,12 +380,3 @@ def _a(obj: Any) -> str:
     if obj is None:
         return "nothing"
     return f"a {obj.color} {obj.type}" if obj.type != "wall" else "a wall"
-
-
-def _check_compat(compat: Any, levels: Any) -> None:
-    if compat not in ("none", "agentgym"):
-        raise ConfigError(f"env.compat must be 'none' (this env's own tasks and texts) or 'agentgym' (AgentGym's "
-                          f"babyai server's), got {compat!r}")
-    if compat == "agentgym" and levels is not None and resolve_levels(levels) != ALL_LEVELS:
-        raise ConfigError("env.levels does not apply with env.compat=agentgym: task ids follow AgentGym's fixed list "
-                          "of 40 levels (level = task_id % 40); drop env.levels")

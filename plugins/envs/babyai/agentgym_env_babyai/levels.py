@@ -27,10 +27,10 @@ GROUPS = {"easy": EASY, "medium": MEDIUM, "hard": HARD, "all": EASY + MEDIUM + H
 ALL_LEVELS = GROUPS["all"]
 
 
-def resolve_levels(levels: str | Iterable[str] | None) -> tuple[str, ...]:
-    """Expand a level option (names, group names, or a comma-separated string) into level names."""
-    if levels is None:
-        return ALL_LEVELS
+def resolve_levels(levels: str | Iterable[str]) -> tuple[str, ...]:
+    """Expand a level option (names, group names, or a comma-separated string) into level names.
+
+    Every level is ``"all"`` (the group); there is no other spelling of it."""
     items = levels.split(",") if isinstance(levels, str) else list(levels)
     out: list[str] = []
     for item in items:

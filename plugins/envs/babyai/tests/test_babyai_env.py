@@ -63,12 +63,17 @@ def test_task_ids_interleave_levels_and_splits_are_disjoint():
 def test_level_option_parsing_and_errors():
     assert resolve_levels("easy") == EASY
     assert resolve_levels("GoToObj, BabyAI-PickupLoc-v0") == ("GoToObj", "PickupLoc")
-    assert resolve_levels(None) == ALL_LEVELS
+    assert resolve_levels("all") == ALL_LEVELS  # the one spelling of every level (the default)
     assert resolve_levels(["easy", "GoToObj"]) == EASY  # duplicates dropped
     with pytest.raises(ConfigError, match="Did you mean 'GoToRedBall'"):
         resolve_levels("GoToRedBal")
     with pytest.raises(ConfigError, match="reward"):
         BabyAIEnv(reward="dense")
+    assert BabyAIEnv().levels == ALL_LEVELS == BabyAIEnv(levels="all").levels
+    with pytest.raises(ConfigError, match=r"env.levels must be .*'all': every level.*got None"):
+        BabyAIEnv(levels=None)
+    with pytest.raises(ConfigError, match=r"unknown option 'level'\. Did you mean 'levels'\?.*Valid options: brief"):
+        BabyAIEnv(level="easy")
 
 
 def test_view_positions_match_the_grid(env):

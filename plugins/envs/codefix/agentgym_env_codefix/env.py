@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from agentgym_core import BaseEnv
+from agentgym_core.options import config_from
 
 from .problems import Task, tasks
 from .sandbox import Limits, RunResult, run_tests
@@ -98,9 +99,9 @@ class CodeFixEnv(BaseEnv):
     action_format = "free"
     Config = CodeFixConfig
 
-    def __init__(self, time_limit: float = 15.0, per_test_time: float = 1.0, memory_mb: int = 512,
-                 show_failures: int = 3) -> None:
-        cfg = CodeFixConfig(time_limit, per_test_time, memory_mb, show_failures)
+    def __init__(self, **options: Any) -> None:
+        super().__init__()
+        self.config = cfg = config_from(self, options)
         self.limits = Limits(time_s=cfg.time_limit, per_test_s=cfg.per_test_time, memory_mb=cfg.memory_mb)
         self.show_failures = cfg.show_failures
         self.tasks = tasks()

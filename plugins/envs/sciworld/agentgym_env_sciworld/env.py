@@ -14,6 +14,7 @@ from typing import Any, List, Optional
 
 from agentgym_core import BaseEnv
 from agentgym_core.errors import ConfigError
+from agentgym_core.options import config_from
 
 from . import jvm as jvms
 from .tasks import AGENTGYM, OURS
@@ -84,6 +85,20 @@ class SciWorldConfig:
 
     def __post_init__(self) -> None:
         _check_compat(self.compat)
+        if int(self.sessions_per_jvm) < 1 or int(self.hint_limit) < 1 or int(self.step_limit) < 0:
+            raise ConfigError("env.sessions_per_jvm and env.hint_limit must be >= 1 and env.step_limit >= 0")
+        if self.tasks is None:
+            return
+        self.tasks = [self.tasks] if isinstance(self.tasks, str) else list(self.tasks)
+        agentgym = self.compat == "agentgym"
+        known = [t.name for t in (AGENTGYM if agentgym else OURS).tasks]
+        bad = [t for t in self.tasks if t not in known]
+        if bad and agentgym:
+            raise ConfigError(f"env.tasks: {bad!r} not in AgentGym's list of ScienceWorld tasks (env.compat="
+                              f"agentgym leaves out 5-x, 9-x and 10-x); its tasks: {', '.join(known)}")
+        if bad or not self.tasks:
+            raise ConfigError(f"env.tasks: unknown ScienceWorld task(s) {bad or self.tasks!r}; known tasks: "
+                              f"{', '.join(known)}")
 
 
 class SciWorldEnv(BaseEnv):
@@ -93,36 +108,22 @@ class SciWorldEnv(BaseEnv):
     action_format = "react"
     Config = SciWorldConfig
 
-    def __init__(self, tasks: Optional[List[str]] = None, simplifications: str = "", step_limit: int = 100,
-                 valid_actions_in_info: bool = False, hint_limit: int = 80, gold_path: bool = False,
-                 java: str = "java", java_heap: str = "256m", sessions_per_jvm: int = 8, fast_step: bool = True,
-                 compat: str = "none", **options: Any) -> None:
-        super().__init__(**options)
-        _check_compat(compat)
+    def __init__(self, **options: Any) -> None:
+        super().__init__()
+        self.config = cfg = config_from(self, options)
         #: AgentGym's ids, texts and scores (``compat: agentgym``)
-        self.agentgym = compat == "agentgym"
+        self.agentgym = cfg.compat == "agentgym"
         if self.agentgym:
             self.instruction = INSTRUCTION.replace(_HINT_LINE, "")
         self.numbering = AGENTGYM if self.agentgym else OURS
-        known = [t.name for t in self.numbering.tasks]
-        if tasks is not None:
-            tasks = [tasks] if isinstance(tasks, str) else list(tasks)
-            bad = [t for t in tasks if t not in known]
-            if bad and self.agentgym:
-                raise ConfigError(f"env.tasks: {bad!r} not in AgentGym's list of ScienceWorld tasks (env.compat="
-                                  f"agentgym leaves out 5-x, 9-x and 10-x); its tasks: {', '.join(known)}")
-            if bad or not tasks:
-                raise ConfigError(f"env.tasks: unknown ScienceWorld task(s) {bad or tasks!r}; known tasks: {', '.join(known)}")
-        if int(sessions_per_jvm) < 1 or int(hint_limit) < 1 or int(step_limit) < 0:
-            raise ConfigError("env.sessions_per_jvm and env.hint_limit must be >= 1 and env.step_limit >= 0")
-        self.task_names = tasks
-        self.simplifications = simplifications
-        self.step_limit = int(step_limit)
-        self.valid_actions_in_info = bool(valid_actions_in_info)
-        self.hint_limit = int(hint_limit)
-        self.gold_path = bool(gold_path)
-        self.fast_step = bool(fast_step)
-        self._java, self._heap, self._per_jvm = java, str(java_heap), int(sessions_per_jvm)
+        self.task_names = cfg.tasks
+        self.simplifications = cfg.simplifications
+        self.step_limit = int(cfg.step_limit)
+        self.valid_actions_in_info = bool(cfg.valid_actions_in_info)
+        self.hint_limit = int(cfg.hint_limit)
+        self.gold_path = bool(cfg.gold_path)
+        self.fast_step = bool(cfg.fast_step)
+        self._java, self._heap, self._per_jvm = cfg.java, str(cfg.java_heap), int(cfg.sessions_per_jvm)
         self._jvm: Any = None  # started lazily: describing the env needs no JVM
         self._sim: Any = None
         self._task: Any = None

@@ -17,6 +17,7 @@ from typing import Any, List, Optional
 
 from agentgym_core import BaseEnv
 from agentgym_core.errors import ConfigError
+from agentgym_core.options import config_from
 
 from .corpus import (Retriever, cache_root, default_corpus_file, file_digest, format_passages, load_default_corpus,
                      load_jsonl_corpus)
@@ -59,6 +60,16 @@ class SearchQAConfig:
     reward: str = "em"
     #: Where the BM25 index and generated questions are cached (None: $AGENTGYM_CACHE/searchqa).
     cache_dir: Optional[str] = None
+
+    def __post_init__(self) -> None:
+        types = tuple(self.question_types) if self.question_types else QUESTION_TYPES
+        if isinstance(self.question_types, str) or not set(types) <= set(QUESTION_TYPES):
+            raise ConfigError(f"env.question_types must be a list drawn from {list(QUESTION_TYPES)}, "
+                              f"got {self.question_types!r}")
+        if self.reward not in ("em", "f1"):
+            raise ConfigError(f"env.reward must be 'em' or 'f1', got {self.reward!r}")
+        if int(self.top_k) < 1 or int(self.test_every) < 2 or int(self.passage_chars) < 0:
+            raise ConfigError("env.top_k must be >= 1, env.test_every >= 2 and env.passage_chars >= 0")
 
 
 class _Data:
@@ -118,19 +129,12 @@ class SearchQAEnv(BaseEnv):
     action_format = "tags"
     Config = SearchQAConfig
 
-    def __init__(self, corpus: Optional[str] = None, qa_file: Optional[str] = None, qa_test_file: Optional[str] = None,
-                 test_every: int = 10, question_types: Optional[List[str]] = None, top_k: int = 3,
-                 passage_chars: int = 600, reward: str = "em", cache_dir: Optional[str] = None, **options: Any) -> None:
-        super().__init__(**options)
-        types = tuple(question_types) if question_types else QUESTION_TYPES
-        if isinstance(question_types, str) or not set(types) <= set(QUESTION_TYPES):
-            raise ConfigError(f"env.question_types must be a list drawn from {list(QUESTION_TYPES)}, got {question_types!r}")
-        if reward not in ("em", "f1"):
-            raise ConfigError(f"env.reward must be 'em' or 'f1', got {reward!r}")
-        if int(top_k) < 1 or int(test_every) < 2 or int(passage_chars) < 0:
-            raise ConfigError("env.top_k must be >= 1, env.test_every >= 2 and env.passage_chars >= 0")
-        self.top_k, self.passage_chars, self.reward_mode = int(top_k), int(passage_chars), reward
-        self.data = load_data(corpus, qa_file, qa_test_file, int(test_every), types, cache_dir)
+    def __init__(self, **options: Any) -> None:
+        super().__init__()
+        self.config = cfg = config_from(self, options)
+        types = tuple(cfg.question_types) if cfg.question_types else QUESTION_TYPES
+        self.top_k, self.passage_chars, self.reward_mode = int(cfg.top_k), int(cfg.passage_chars), cfg.reward
+        self.data = load_data(cfg.corpus, cfg.qa_file, cfg.qa_test_file, int(cfg.test_every), types, cfg.cache_dir)
         self._question: dict[str, Any] | None = None
         self._searches = 0
         self._done = True

@@ -15,6 +15,7 @@ from typing import Any
 from agentgym_core import BaseEnv
 from agentgym_core.env.text import agentgym_action, normalize_action
 from agentgym_core.errors import ConfigError
+from agentgym_core.options import config_from
 
 from . import compat as agentgym
 from .catalog import Catalog, Recipe, item_id, item_name, load_catalog
@@ -76,6 +77,10 @@ class TextCraftConfig:
 
     def __post_init__(self) -> None:
         _check_compat(self.compat)
+        if int(self.min_depth) < 1:
+            raise ConfigError(f"env.min_depth must be >= 1, got {self.min_depth}")
+        if int(self.max_distractors) < 0:
+            raise ConfigError(f"env.max_distractors must be >= 0, got {self.max_distractors}")
 
 
 class TextCraftEnv(BaseEnv):
@@ -85,20 +90,16 @@ class TextCraftEnv(BaseEnv):
     action_format = "react"
     Config = TextCraftConfig
 
-    def __init__(self, min_depth: int = 2, max_distractors: int = 10, compat: str = "none", **options: Any) -> None:
-        super().__init__(**options)
-        _check_compat(compat)
-        if int(min_depth) < 1:
-            raise ConfigError(f"env.min_depth must be >= 1, got {min_depth}")
-        if int(max_distractors) < 0:
-            raise ConfigError(f"env.max_distractors must be >= 0, got {max_distractors}")
-        self.catalog: Catalog = load_catalog(int(min_depth))
+    def __init__(self, **options: Any) -> None:
+        super().__init__()
+        self.config = config_from(self, options)
+        self.catalog: Catalog = load_catalog(int(self.config.min_depth))
         #: AgentGym mode: its goals ``(item id, depth)`` in data_idx order (None: this env's own)
         self.agentgym_goals: tuple[tuple[str, int], ...] | None = None
-        if compat == "agentgym":
+        if self.config.compat == "agentgym":
             self.catalog, self.agentgym_goals = agentgym.load()
             self.instruction = agentgym.INSTRUCTION
-        self.max_distractors = int(max_distractors)
+        self.max_distractors = int(self.config.max_distractors)
         self.goal: str | None = None
         self.inventory: dict[str, int] = {}
         self.commands: list[str] = []

@@ -8,6 +8,7 @@ from typing import Any, List
 
 from agentgym_core import BaseEnv
 from agentgym_core.errors import ConfigError
+from agentgym_core.options import config_from
 
 from . import page
 from .tasks import TASKS, TaskSet, available_tasks, html_dir
@@ -64,6 +65,12 @@ class WebNavConfig:
     task_file: str = ""
     max_steps: int = 30
 
+    def __post_init__(self) -> None:
+        if self.reward not in ("raw", "normalized"):
+            raise ConfigError(f"env.reward must be 'raw' or 'normalized', got {self.reward!r}")
+        if self.mode not in ("miniwob", "webarena"):
+            raise ConfigError(f"env.mode must be 'miniwob' or 'webarena', got {self.mode!r}")
+
 
 class WebNavEnv(BaseEnv):
     """One browser per env instance, started at the first ``reset`` and quit by ``close``."""
@@ -73,29 +80,25 @@ class WebNavEnv(BaseEnv):
     Config = WebNavConfig
 
     def __init__(self, **options: Any) -> None:
-        super().__init__(**options)
-        self.cfg = WebNavConfig(**options)
-        if self.cfg.reward not in ("raw", "normalized"):
-            raise ConfigError(f"env.reward must be 'raw' or 'normalized', got {self.cfg.reward!r}")
+        super().__init__()
+        self.config = config_from(self, options)
         self._extra_verbs: tuple[str, ...] = ()
-        if self.cfg.mode == "webarena":
+        if self.config.mode == "webarena":
             from .webarena import VERBS, WebArenaTasks
 
-            self._webarena = WebArenaTasks(self.cfg)
+            self._webarena = WebArenaTasks(self.config)
             self._extra_verbs = VERBS
             self.instruction = INSTRUCTION.replace("\nAnswer in the format", "\n" + WEBARENA_ACTIONS + "\nAnswer in the format")
-        elif self.cfg.mode == "miniwob":
+        else:
             self._webarena = None
-            tasks = list(self.cfg.tasks) or list(TASKS)
+            tasks = list(self.config.tasks) or list(TASKS)
             unknown = sorted(set(tasks) - set(available_tasks()))
             if unknown:
                 raise ConfigError(
                     f"env.tasks: unknown MiniWoB task(s) {unknown}; the default set is {list(TASKS)} "
                     "(every task of the installed miniwob package works, see its html/miniwob folder)"
                 )
-            self.taskset = TaskSet(tasks, self.cfg.train_seeds, self.cfg.test_seeds)
-        else:
-            raise ConfigError(f"env.mode must be 'miniwob' or 'webarena', got {self.cfg.mode!r}")
+            self.taskset = TaskSet(tasks, self.config.train_seeds, self.config.test_seeds)
         self.browser = None
         self._loaded: str | None = None
         self._episode: dict[str, Any] | None = None
@@ -134,7 +137,7 @@ class WebNavEnv(BaseEnv):
         if self._loaded != task:
             driver.get((html_dir() / f"{task}.html").as_uri())
             self._loaded = task
-        max_ms = int(self.cfg.episode_time_s * 1000) if self.cfg.episode_time_s > 0 else 10**9
+        max_ms = int(self.config.episode_time_s * 1000) if self.config.episode_time_s > 0 else 10**9
         driver.execute_script(
             "core.EPISODE_MAX_TIME = arguments[0];"
             "if (core.EP_TIMER !== null) core.endEpisode(0);"
@@ -161,15 +164,15 @@ class WebNavEnv(BaseEnv):
             if parsed.verb in self._extra_verbs:
                 note = self._webarena.act(driver, parsed.verb, parsed.arg)
             else:
-                note = page.execute(driver, parsed, native=self.cfg.native_clicks)
+                note = page.execute(driver, parsed, native=self.config.native_clicks)
         except page.InvalidAction as exc:
             info = {"invalid_action": True, "task": ep.get("task")}
             return f"Invalid action: {exc}\n\n" + self._observe(), 0.0, False, info
         _settle(driver)
         if self._webarena is not None:
-            if ep["steps"] >= self.cfg.max_steps:
+            if ep["steps"] >= self.config.max_steps:
                 result = {"task": ep["task"], "score": 0.0, "success": False, "raw_reward": 0.0,
-                          "normalized_reward": 0.0, "reason": f"step limit {self.cfg.max_steps} reached"}
+                          "normalized_reward": 0.0, "reason": f"step limit {self.config.max_steps} reached"}
                 return self._finish(result, note)
             return f"Last action: {note}\n\n" + self._observe(), 0.0, False, {"task": ep["task"]}
         state = driver.execute_script(
@@ -187,7 +190,7 @@ class WebNavEnv(BaseEnv):
     def _finish(self, result: dict[str, Any], note: str) -> tuple[str, float, bool, dict]:
         self._episode.update(done=True, result=result)
         raw = result["raw_reward"]
-        reward = raw if self.cfg.reward == "raw" else result["normalized_reward"]
+        reward = raw if self.config.reward == "raw" else result["normalized_reward"]
         verdict = "success" if result["success"] else "failure"
         return f"Last action: {note}\n\nThe task is over: reward {raw:+.2f} ({verdict}).", reward, True, result
 
@@ -200,7 +203,7 @@ class WebNavEnv(BaseEnv):
 
     def describe(self) -> dict[str, Any]:
         info = super().describe()
-        info["mode"] = self.cfg.mode
+        info["mode"] = self.config.mode
         if self._webarena is None:
             info["tasks"] = list(self.taskset.tasks)
         return info
@@ -214,8 +217,8 @@ class WebNavEnv(BaseEnv):
         if self.browser is None:
             from .browser import Browser
 
-            self.browser = Browser(chromium=self.cfg.chromium, chromedriver=self.cfg.chromedriver,
-                                   page_load_timeout_s=self.cfg.page_load_timeout_s)
+            self.browser = Browser(chromium=self.config.chromium, chromedriver=self.config.chromedriver,
+                                   page_load_timeout_s=self.config.page_load_timeout_s)
         return self.browser.driver
 
     def _observe(self, restart: bool = False, utterance: str | None = None) -> str:
@@ -228,7 +231,7 @@ class WebNavEnv(BaseEnv):
             if utterance is None:
                 utterance = driver.execute_script("return core.getUtterance();")
             head = "Task: " + utterance
-        return f"{head}\nPage:\n{page.render(snap, max_elements=self.cfg.max_elements)}"
+        return f"{head}\nPage:\n{page.render(snap, max_elements=self.config.max_elements)}"
 
 
 def _wait(driver: Any, script: str, timeout_s: float) -> None:

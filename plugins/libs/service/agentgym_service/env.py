@@ -18,6 +18,7 @@ from typing import Any, ClassVar, Dict, Optional
 
 from agentgym_core import BaseEnv
 from agentgym_core.errors import ConfigError
+from agentgym_core.options import config_from
 
 from .calls import CallError, parse_call
 from .db import Database
@@ -137,7 +138,7 @@ class ServiceEnv(BaseEnv):
 
     def __init__(self, **options: Any) -> None:
         super().__init__()
-        self.config = self.Config(**options)
+        self.config = config_from(self, options)
         self.intents = resolve_intents(self.config.intents, self.categories)
         self._splits: dict[str, list[int] | range] | None = None
         self._engine: Any = None

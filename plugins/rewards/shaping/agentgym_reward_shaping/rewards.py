@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from agentgym_core.components import Reward
+from agentgym_core.options import config_from
 
 
 def is_mistake(turn: Any) -> bool:
@@ -39,8 +40,9 @@ class FormatReward(Reward):
 
     Config = FormatConfig
 
-    def __init__(self, penalty: float = 1.0) -> None:
-        self.penalty = _finite(penalty, "rewards[].penalty", 0.0)
+    def __init__(self, **options: Any) -> None:
+        self.config = config_from(self, options)
+        self.penalty = float(self.config.penalty)
 
     def __call__(self, trajectory: Any) -> list[float]:
         return [-self.penalty if is_mistake(t) else 0.0 for t in trajectory.turns]
@@ -60,8 +62,9 @@ class StepPenaltyReward(Reward):
 
     Config = StepPenaltyConfig
 
-    def __init__(self, cost: float = 0.01) -> None:
-        self.cost = _finite(cost, "rewards[].cost", 0.0)
+    def __init__(self, **options: Any) -> None:
+        self.config = config_from(self, options)
+        self.cost = float(self.config.cost)
 
     def __call__(self, trajectory: Any) -> list[float]:
         return [-self.cost] * len(trajectory.turns)
@@ -91,10 +94,9 @@ class DecayReward(Reward):
 
     Config = DecayConfig
 
-    def __init__(self, base: float = 0.1, growth: float = 1.25, max_cost: float = 1.0) -> None:
-        self.base = _finite(base, "rewards[].base", 0.0)
-        self.growth = _finite(growth, "rewards[].growth", 1.0)
-        self.max_cost = _finite(max_cost, "rewards[].max_cost", 0.0)
+    def __init__(self, **options: Any) -> None:
+        self.config = cfg = config_from(self, options)
+        self.base, self.growth, self.max_cost = float(cfg.base), float(cfg.growth), float(cfg.max_cost)
 
     def cost(self, k: int) -> float:
         # growth**k overflows to inf for huge k; min() then gives max_cost.
@@ -116,16 +118,12 @@ class NormalizeConfig:
     to: str = "unit"
 
     def __post_init__(self) -> None:
-        _check_normalize(self.low, self.high, self.to)
-
-
-def _check_normalize(low: float, high: float, to: str) -> None:
-    _finite(low, "rewards[].low")
-    _finite(high, "rewards[].high")
-    if not high > low:
-        raise ValueError(f"rewards[].high must be greater than rewards[].low, got low={low}, high={high}")
-    if to not in ("unit", "signed"):
-        raise ValueError(f"rewards[].to must be 'unit' ([0, 1]) or 'signed' ([-1, 1]), got {to!r}")
+        _finite(self.low, "rewards[].low")
+        _finite(self.high, "rewards[].high")
+        if not self.high > self.low:
+            raise ValueError(f"rewards[].high must be greater than rewards[].low, got low={self.low}, high={self.high}")
+        if self.to not in ("unit", "signed"):
+            raise ValueError(f"rewards[].to must be 'unit' ([0, 1]) or 'signed' ([-1, 1]), got {self.to!r}")
 
 
 class NormalizeReward(Reward):
@@ -138,9 +136,9 @@ class NormalizeReward(Reward):
 
     Config = NormalizeConfig
 
-    def __init__(self, low: float = 0.0, high: float = 1.0, to: str = "unit") -> None:
-        _check_normalize(low, high, to)
-        self.low, self.high, self.to = float(low), float(high), to
+    def __init__(self, **options: Any) -> None:
+        self.config = cfg = config_from(self, options)
+        self.low, self.high, self.to = float(cfg.low), float(cfg.high), cfg.to
 
     def value(self, score: float) -> float:
         x = min(max((float(score) - self.low) / (self.high - self.low), 0.0), 1.0)

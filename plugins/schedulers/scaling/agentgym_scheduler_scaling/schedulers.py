@@ -12,6 +12,7 @@ from typing import Any
 
 from agentgym_core.components import Scheduler
 from agentgym_core.errors import AgentGymError
+from agentgym_core.options import config_from
 
 
 class SchedulerStateError(AgentGymError):
@@ -47,7 +48,7 @@ class ScalingInterConfig:
     step_interval: int = 100
 
     def __post_init__(self) -> None:
-        check_rounds(self.rounds)
+        self.rounds = check_rounds(self.rounds)
         _positive(self.step_interval, "scheduler.step_interval")
 
 
@@ -60,9 +61,9 @@ class ScalingInterScheduler(Scheduler):
 
     Config = ScalingInterConfig
 
-    def __init__(self, rounds: Any = (6, 13, 20), step_interval: int = 100) -> None:
-        self.rounds = check_rounds(rounds)
-        self.step_interval = _positive(step_interval, "scheduler.step_interval")
+    def __init__(self, **options: Any) -> None:
+        self.config = config_from(self, options)
+        self.rounds, self.step_interval = list(self.config.rounds), self.config.step_interval
         self.stage = 0
 
     def stage_at(self, step: int) -> int:
@@ -117,10 +118,9 @@ class LinearScheduler(Scheduler):
 
     Config = LinearConfig
 
-    def __init__(self, start: int = 4, end: int = 20, steps: int = 1000) -> None:
-        self.start = _positive(start, "scheduler.start")
-        self.end = _positive(end, "scheduler.end")
-        self.steps = _positive(steps, "scheduler.steps")
+    def __init__(self, **options: Any) -> None:
+        self.config = cfg = config_from(self, options)
+        self.start, self.end, self.steps = cfg.start, cfg.end, cfg.steps
 
     def max_turns(self, step: int) -> int:
         if step < 0:
@@ -144,7 +144,7 @@ class AdaptiveConfig:
     metric: str = "success_rate"
 
     def __post_init__(self) -> None:
-        check_rounds(self.rounds)
+        self.rounds = check_rounds(self.rounds)
         _positive(self.window, "scheduler.window")
         if not 0.0 <= self.threshold <= 1.0:
             raise ValueError(f"scheduler.threshold must be in [0, 1], got {self.threshold}")
@@ -162,9 +162,8 @@ class AdaptiveScheduler(Scheduler):
 
     Config = AdaptiveConfig
 
-    def __init__(self, rounds: Any = (6, 13, 20), window: int = 10, threshold: float = 0.5,
-                 metric: str = "success_rate") -> None:
-        cfg = AdaptiveConfig(rounds=list(rounds), window=window, threshold=threshold, metric=metric)
+    def __init__(self, **options: Any) -> None:
+        self.config = cfg = config_from(self, options)
         self.rounds, self.window, self.threshold, self.metric = cfg.rounds, cfg.window, cfg.threshold, cfg.metric
         self.stage = 0
         self.recent: deque[float] = deque(maxlen=self.window)

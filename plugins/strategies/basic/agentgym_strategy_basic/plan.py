@@ -49,11 +49,6 @@ class PlanStrategy(Strategy):
     Config = PlanConfig
     keep_in_context = (PLAN,)
 
-    def __init__(self, prompt: str = PlanConfig.prompt, act_prompt: str = PlanConfig.act_prompt,
-                 max_tokens: int = PlanConfig.max_tokens, revise_every: int = PlanConfig.revise_every,
-                 revise_prompt: str = PlanConfig.revise_prompt) -> None:
-        self.config = PlanConfig(prompt, act_prompt, max_tokens, revise_every, revise_prompt)
-
     def message(self, traj: Trajectory, text: str) -> tuple[str, str]:
         c = self.config
         if not traj.turns:

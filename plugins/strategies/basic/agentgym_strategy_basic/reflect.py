@@ -59,10 +59,8 @@ class ReflectStrategy(Strategy):
     name = "reflect"
     Config = ReflectConfig
 
-    def __init__(self, attempts: int = ReflectConfig.attempts, prompt: str = ReflectConfig.prompt,
-                 header: str = ReflectConfig.header, max_tokens: int = ReflectConfig.max_tokens,
-                 memory: int = ReflectConfig.memory) -> None:
-        self.config = ReflectConfig(attempts, prompt, header, max_tokens, memory)
+    def __init__(self, **options: Any) -> None:
+        super().__init__(**options)
         self.max_attempts = self.config.attempts
 
     async def play(self, loop: EpisodeLoop, task: Task) -> list[Trajectory]:

@@ -80,7 +80,7 @@ class ExternalStrategy(Strategy):
     name = "external"
 
     def __init__(self, **options: Any) -> None:
-        self.config = self.Config(**options)
+        super().__init__(**options)
         c = self.config
         # a function itself is fine from Python (local_parts(..., strategy=ExternalStrategy(agent=solve)))
         self.agent = c.agent if callable(c.agent) else load_agent(c.agent) if c.agent is not None else None

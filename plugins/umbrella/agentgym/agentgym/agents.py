@@ -18,10 +18,17 @@ from pathlib import Path
 from typing import Any, Optional
 
 from agentgym_core.assembly import AgentSettings, local_parts
+from agentgym_core.config_schema import schema_default
 from agentgym_core.env.base import BaseEnv
 from agentgym_core.errors import AgentGymError
 
 from .training import build, final_turns, holds_results, registered_env, remember_given, train_config
+
+
+#: The defaults ``LLMAgent`` chooses for playing, unlike a training run's (config_schema): greedy,
+#: longer replies, a longer context, a horizon. Its other defaults are the run config's own
+#: (:func:`~agentgym_core.config_schema.schema_default`), read from there, not restated.
+INFERENCE_DEFAULTS: dict[str, Any] = {"max_new_tokens": 128, "temperature": 0.0, "max_turns": 20, "max_context": 4096}
 
 
 @dataclass
@@ -47,19 +54,19 @@ class LLMAgent:
     @remember_given
     def __init__(
         self,
-        base_model: str = "smollm2-135m-instruct",
+        base_model: str = schema_default("model.path"),
         *,
-        engine: str = "hf",
-        dtype: str = "auto",
-        chat_template: Optional[str] = None,
-        system_prompt: Optional[str] = None,
-        action_format: Optional[str] = None,
-        max_new_tokens: int = 128,
-        temperature: float = 0.0,
-        max_turns: int = 20,
-        max_context: int = 4096,
-        seed: int = 0,
-        strategy: str = "default",
+        engine: str = schema_default("engine.name"),
+        dtype: str = schema_default("model.dtype"),
+        chat_template: Optional[str] = schema_default("model.chat_template"),
+        system_prompt: Optional[str] = schema_default("agent.system_prompt"),
+        action_format: Optional[str] = schema_default("agent.action_format"),
+        max_new_tokens: int = INFERENCE_DEFAULTS["max_new_tokens"],
+        temperature: float = INFERENCE_DEFAULTS["temperature"],
+        max_turns: int = INFERENCE_DEFAULTS["max_turns"],
+        max_context: int = INFERENCE_DEFAULTS["max_context"],
+        seed: int = schema_default("run.seed"),
+        strategy: str = schema_default("agent.strategy.name"),
         strategy_options: Optional[dict[str, Any]] = None,
         **engine_options: Any,
     ) -> None:
