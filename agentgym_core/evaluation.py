@@ -225,6 +225,23 @@ def final_horizon(scheduler: Any) -> int:
         ) from exc
 
 
+def horizon_note(summary: Mapping[str, Any], *, expert: bool = False, share: float = 0.25) -> str | None:
+    """A warning when at least *share* of an evaluation's episodes ran out of turns (``end_reason``
+    ``max_turns``) without succeeding, or None. A horizon shorter than the env's tasks caps every
+    figure, an expert's above all (it is then no upper bound), and nothing else says so."""
+    overall = summary.get("overall") or {}
+    n = int(overall.get("n") or 0)
+    cut = int((overall.get("end_reasons") or {}).get("max_turns", 0))
+    if not n or cut / n < share:
+        return None
+    horizon = (summary.get("meta") or {}).get("max_turns")
+    at = f" of {horizon} turns" if horizon else ""
+    who = "the expert's success is a bound of this horizon, not of the env" if expert else \
+        "episodes cut there count as failures"
+    return (f"note: {cut} of {n} episodes ran out of turns at the horizon{at} ({who}). If the env's tasks "
+            f"need more actions, raise it: --max-turns N, or the scheduler's turns in the config.")
+
+
 def plan_evaluation(eval_cfg: Any, rollout_cfg: Any, scheduler: Any, *, split: str | None = None,
                     k: int | None = None, tasks: int | None = None, temperature: float | None = None,
                     max_turns: int | None = None) -> EvalPlan:

@@ -171,7 +171,7 @@ def eval_(files: tuple[str, ...], model: str | None, split: str | None, k: int |
     solved by each attempt.
     """
     from agentgym_core.evaluation import compare as compare_md
-    from agentgym_core.evaluation import to_markdown
+    from agentgym_core.evaluation import horizon_note, to_markdown
 
     if compare:
         if not args:
@@ -242,6 +242,9 @@ def eval_(files: tuple[str, ...], model: str | None, split: str | None, k: int |
         summary, _ = asyncio.run(_evaluate(cfg, model_path, plan, local=local, manager=manager, dump_path=dump))
     table = to_markdown(summary)
     click.echo(table)
+    note = horizon_note(summary, expert=bool(expert))
+    if note:
+        click.echo(note, err=True)
     out_path.write_text(json.dumps(summary, indent=2) + "\n", encoding="utf-8")
     out_path.with_suffix(".md").write_text(
         f"# Evaluation of `{model_path}` on {cfg.env.name}/{plan.split} (k={plan.k}, strategy "

@@ -213,3 +213,36 @@ def test_demos_are_the_agents_conversation(tmp_path):
         assert row["messages"][0]["content"].endswith("Reply with one action.")
         replies = [m["content"] for m in row["messages"] if m["role"] == "assistant"]
         assert len(replies) == row["turns"] and all(parse_action(r, "free")[0] == r for r in replies)
+
+
+def test_an_expert_cut_by_the_horizon_is_said_to_be(tmp_path):
+    """The office expert needs 10-17 actions: at 4 turns every episode runs out of turns, and eval says its
+    figure bounds the horizon, not the env; at 40 turns it does not."""
+    pytest.importorskip("agentgym_env_office")
+    short = _cli("eval", "--expert", "reference", "env.name=office", "--tasks", "4", "--max-turns", "4",
+                 "--out", str(tmp_path / "short.json"), cwd=tmp_path)
+    assert short.returncode == 0, short.stderr
+    summary = json.loads((tmp_path / "short.json").read_text())
+    assert summary["overall"]["end_reasons"].get("max_turns") == 4
+    assert "4 of 4 episodes ran out of turns at the horizon of 4 turns (the expert's success is a bound of this " \
+           "horizon, not of the env)" in short.stderr and "--max-turns N" in short.stderr
+    full = _cli("eval", "--expert", "reference", "env.name=office", "--tasks", "4", "--max-turns", "40",
+                "--out", str(tmp_path / "full.json"), cwd=tmp_path)
+    assert full.returncode == 0, full.stderr
+    assert json.loads((tmp_path / "full.json").read_text())["overall"]["success_rate"] == 1.0
+    assert "ran out of turns" not in full.stderr
+
+
+def test_horizon_note_counts_episodes_cut_at_the_horizon():
+    from agentgym_core.evaluation import horizon_note
+
+    def summary(cut, n, horizon=10):
+        return {"overall": {"n": n, "end_reasons": {"max_turns": cut, "done": n - cut}}, "meta": {"max_turns": horizon}}
+
+    assert horizon_note(summary(0, 8)) is None
+    assert horizon_note(summary(1, 8)) is None  # 12.5% < 25%
+    note = horizon_note(summary(2, 8))
+    assert note.startswith("note: 2 of 8 episodes ran out of turns at the horizon of 10 turns (episodes cut there")
+    assert "expert" in horizon_note(summary(8, 8), expert=True)
+    assert horizon_note({"overall": {"n": 0, "end_reasons": {}}}) is None
+    assert "horizon (" in horizon_note({"overall": {"n": 2, "end_reasons": {"max_turns": 2}}})  # no meta: no number
