@@ -128,7 +128,7 @@ class Browser:
         options.binary_location = browser
         for flag in (*CHROMIUM_FLAGS, f"--user-data-dir={self.profile}", f"--window-size={width},{height}"):
             options.add_argument(flag)
-        guard = _Guard()
+        guard = _Guard(self.profile)
 
         class GuardedService(Service):
             def start(self) -> None:  # the guard learns the group before Chromium is launched
@@ -174,22 +174,25 @@ class Browser:
 
 
 #: Reads the browser's process group id, then blocks on a pipe that only this process writes
-#: to; EOF means the process is gone (exited, or SIGKILLed), and then the group goes too. Deaf
-#: to the signals a terminal or a launcher sends to the server's group.
-_GUARD_SCRIPT = "trap '' HUP INT TERM QUIT; read pgid || exit 0; read _; kill -s KILL -- \"-$pgid\""
+#: to; EOF means the process is gone (exited, or SIGKILLed), and then the group goes too, and
+#: the profile folder ($1) with it once the group has had a moment to die. Deaf to the signals a
+#: terminal or a launcher sends to the server's group.
+_GUARD_SCRIPT = ("trap '' HUP INT TERM QUIT; if read pgid; then read _; kill -s KILL -- \"-$pgid\"; sleep 1; fi; "
+                 "rm -rf -- \"$1\"")
 
 
 class _Guard:
-    """A ``sh`` watchdog (~1.7 MB RSS) that SIGKILLs the browser's process group when this process dies.
+    """A ``sh`` watchdog (~1.7 MB RSS) that SIGKILLs the browser's process group when this process dies,
+    then deletes the browser's *profile* folder (a normal shutdown releases the guard and deletes it itself).
 
     ``PR_SET_PDEATHSIG`` on chromedriver would not do: Chromium outlives a killed chromedriver,
     and the signal fires when the creating *thread* ends. A pipe's EOF has neither problem.
     """
 
-    def __init__(self) -> None:
+    def __init__(self, profile: str) -> None:
         read, self.fd = os.pipe()  # both ends close-on-exec: no other child keeps the pipe open
         try:
-            self.proc = subprocess.Popen(["/bin/sh", "-c", _GUARD_SCRIPT, "agentgym-webnav-guard"], stdin=read,
+            self.proc = subprocess.Popen(["/bin/sh", "-c", _GUARD_SCRIPT, "agentgym-webnav-guard", profile], stdin=read,
                                          stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
         except BaseException:
             os.close(self.fd)

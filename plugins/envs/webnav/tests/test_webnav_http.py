@@ -70,12 +70,26 @@ def test_sigkilled_server_leaves_no_browser_behind():
         browsers = _browser_pids(server.pid)
         drivers = [p for p in browsers if _exe(p) == "chromedriver"]
         assert len(drivers) == 2 and len(browsers) > 2, browsers
+        profiles = {arg.split("=", 1)[1] for p in browsers for arg in _cmdline(p) if arg.startswith("--user-data-dir=")}
+        assert len(profiles) == 2 and all(os.path.isdir(d) for d in profiles), profiles
         os.kill(server.pid, signal.SIGKILL)  # the server only, not its process group
         server.wait(timeout=10)
         deadline = time.monotonic() + 10
         while _alive(browsers) and time.monotonic() < deadline:
             time.sleep(0.1)
         assert not _alive(browsers), f"chromedriver/Chromium outlived the SIGKILLed server: {_alive(browsers)}"
+        # ... and their throw-away profiles (2.5 MB each) do not stay behind in the temp folder
+        while any(os.path.exists(d) for d in profiles) and time.monotonic() < deadline + 5:
+            time.sleep(0.1)
+        assert not [d for d in profiles if os.path.exists(d)], "the browser profiles outlived the SIGKILLed server"
+
+
+def _cmdline(pid):
+    try:
+        with open(f"/proc/{pid}/cmdline", "rb") as fh:
+            return [a.decode(errors="replace") for a in fh.read().split(b"\0") if a]
+    except OSError:
+        return []
 
 
 def _exe(pid):
