@@ -85,7 +85,7 @@ def serve_until_confirmation(env, task_id):
 
 
 @pytest.mark.parametrize("rewrite, answer", [
-    (lambda a, oid: a.replace("Do you confirm?", "and close your account. Do you confirm?"), "only want"),
+    (lambda a, oid: a.replace("Do you confirm?", "and close your account. Do you confirm?"), "anything else"),
     (lambda a, oid: f'respond("May I go ahead with order {oid}?")', "exactly"),
     (lambda a, oid: a.replace(oid, "#W0001"), "It's order"),
     (lambda a, oid: a.replace(oid, "W" + oid[2:]), "Yes"),            # the id without the # is the same order
@@ -102,19 +102,27 @@ def test_a_confirmation_counts_only_if_it_describes_the_change(env, rewrite, ans
         assert done and reward == 0.0
 
 
-def test_status_is_judged_on_what_was_stated(env):
-    task_id = first_task(env, "order_status", where=lambda e: e.task.goal.requests[0].outputs[0].value == "pending")
+def status_task(env):
+    task_id = first_task(env, "order_status", where=lambda e: e.task.goal.requests[0].outputs[0].value == "pending"
+                         and len(e.task.goal.requests) > 1)
     agent = ExpertAgent()
     obs = env.reset(task_id=task_id)
     for _ in range(3):  # ask, authenticate, look up
         obs = env.step(agent(obs))[0]
-    obs = env.step(respond("It is pending, shipped, delivered or cancelled."))[0]
-    assert "Thanks!" not in obs and "one more thing" not in obs
-    obs = env.step(respond("Your order is still pending; it has not shipped yet."))[0]
-    assert "one more thing" in obs or "also need" in obs or "another thing" in obs
+    return task_id
 
 
-def test_listing_amounts_tells_none(env):
+def test_status_is_judged_on_the_first_answer_and_a_list_of_states_is_none(env):
+    status_task(env)
+    obs = env.step(respond("It is pending, shipped, delivered or cancelled."))[0]  # the answer: it names every state
+    assert "one more thing" in obs or "also need" in obs or "another thing" in obs  # the customer moves on ...
+    assert env.judge.missing_outputs(0) and not env.judge.resolved(0)  # ... and the request failed
+    status_task(env)
+    env.step(respond("Your order is still pending; it has not shipped yet."))
+    assert env.judge.resolved(0)
+
+
+def test_listing_amounts_tells_none_and_the_customer_does_not_ask_again(env):
     task_id = first_task(env, "cancel")
     agent, action = serve_until_confirmation(env, task_id)
     total = agent.order["total"]
@@ -122,29 +130,37 @@ def test_listing_amounts_tells_none(env):
     assert obs.startswith("Customer: Yes")
     env.step(call("cancel_order", order_id=agent.order["order_id"], reason="ordered by mistake" if "mistake" in
                   agent.said else "no longer needed"))
-    listing = " ".join(f"${x / 100:.2f}" for x in range(int(total * 100) - 300, int(total * 100) + 300, 7)) + \
-        f" ${total:.2f}"
-    obs = env.step(respond(f"Your refund is one of {listing}."))[0]
-    assert "How much" in obs or "refund going to be" in obs
+    obs = env.step(respond("Done, it is cancelled."))[0]
+    assert "How much" in obs or "refund going to be" in obs  # asked once
+    obs = env.step(respond(f"Your refund is ${total - 1:.2f}, ${total:.2f} or ${total + 1:.2f}."))[0]
+    assert "How much" not in obs and "refund going to be" not in obs  # three amounts: an answer, not the answer
+    assert env.judge.missing_outputs(0) and not env.judge.resolved(0)
+    obs = env.step(respond(f"Sorry, it is ${total:.2f}."))[0]
+    assert env.judge.missing_outputs(0)  # nothing said after the answer counts
 
 
-def test_identity_is_locked_and_another_customers_data_ends_the_episode(env):
+def test_authentication_takes_only_the_identity_the_customer_gave_and_locks_it(env):
     first_task(env, "cancel")
     me = env.task.goal.identity
-    others = [c for c in env.db.customers if c.name != env.task.goal.name or c.zip != me[-1].value]
-    env.step(respond("Your email or name and zip, please?"))
-    name, zip_code = env.task.goal.name, next(s.value for s in me if s.name == "zip")
-    assert env.step(call("find_customer", name=name, zip=zip_code))[0].startswith("Found customer")
+    others = [c for c in env.db.customers if c.name != env.task.goal.name]
+    obs, _, done, _ = env.step(call("find_customer", email=others[0].email))  # another customer's email
+    assert not done and "has not said" in obs and "Found customer" not in obs
+    obs = env.step(respond("Your email or name and zip, please?"))[0]
+    email = next((s.value for s in me if s.name == "email" and s.value in obs), None)
+    found = env.step(call("find_customer", email=email) if email else call(
+        "find_customer", name=env.task.goal.name, zip=next(s.value for s in me if s.name == "zip")))[0]
+    assert found.startswith("Found customer"), (obs, found)
     obs, _, done, info = env.step(call("find_customer", email=others[0].email))
-    assert not done and "cannot change" in obs
+    assert not done and "has not said" in obs
     obs, reward, done, info = env.step(call("get_order", order_id=others[0].orders[0]))
-    assert done and reward == 0.0 and "someone other" in info["end_reason"]
+    assert done and reward == 0.0 and "someone other" in info["end_reason"] and others[0].name not in obs
 
 
-def test_a_refusal_counts_only_after_the_request_was_elicited(env):
+def test_a_refusal_before_looking_fails_the_forbidden_request(env):
     task_id = first_task(env, "forbidden")
-    obs, reward, done, _ = env.step(respond("I'm sorry, I cannot do that."))
-    assert not done and "details" in obs or "looked" in obs
+    obs, reward, done, info = env.step(respond("I'm sorry, I cannot do that."))
+    assert env.judge.misrefused == {0}
+    assert not info["success"] and not env.judge.resolved(0)
     assert play(env, task_id, ExpertAgent())[0] == 1.0
 
 

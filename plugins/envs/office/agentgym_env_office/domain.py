@@ -21,7 +21,7 @@ DATE = Param("date", "YYYY-MM-DD")
 TOOLS = ToolSet((
     Tool("respond", "talk to your colleague", (Param("message", "what to say"),), kind="respond"),
     Tool("identify", "authenticate your colleague by work email", (Param("email", "their work email"),), kind="auth"),
-    Tool("find_person", "people whose name matches: id, name, role, email", (Param("name", "a first or last name"),)),
+    Tool("find_person", "people whose name matches: id, name, role", (Param("name", "a first or last name"),)),
     Tool("get_availability", "a person's busy times and out-of-office on a date", (Param("person_id", "such as p03"), DATE)),
     Tool("get_calendar", "the user's own events on a date, with ids and attendees", (DATE,)),
     Tool("list_meetings", "the user's past meetings (id, title, date)"),
@@ -130,7 +130,8 @@ class OfficeDesk(Desk):
         found = [p for p in self.db.people if words and all(w in p.name.lower().split() for w in words)]
         if not found:
             raise ToolError(f"No one named {name[:40]!r}.")
-        return as_json([{"person_id": p.person_id, "name": p.name, "role": p.role, "email": p.email} for p in found])
+        # a colleague's email is not for the assistant to hand out: authentication takes the one the user states
+        return as_json([{"person_id": p.person_id, "name": p.name, "role": p.role} for p in found])
 
     def _person(self, person_id: str) -> str:
         key = person_id.strip().lower()

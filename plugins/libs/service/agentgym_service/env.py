@@ -3,11 +3,15 @@
 A subclass gives its tools, lexicon, policy text and a task generator; the kit runs the
 episode: one tool call per step (:mod:`.calls`), the user's replies (:mod:`.user`, or
 :mod:`.model_user`), the desk's reads and writes (:mod:`.desk`), and the judge (:mod:`.judge`).
-The guards every env gets: a write must equal a change the user confirmed with a description
-of it, and must be allowed by the policy (else reward 0, the episode ends); the identity is
-locked once authenticated; reading another person's data ends the episode with 0; a refusal
-counts only after the request was elicited; malformed input is an error observation.
-Success: every request resolved and the final database equal to the goal database.
+The guards every env gets: a write must be a change the user said yes to, described in the
+confirmation, and allowed by the policy (else reward 0, the episode ends); the user knows only
+what a user knows (:class:`~.goal.Knowledge`), so a wrongly derived change is made as confirmed
+and fails at the end; authentication accepts only an identity the user stated in this
+conversation, and the identity is locked once set; an attempt at another person's data is
+refused and ends the episode with 0; a refusal is a decision (it fails an allowed request);
+malformed input is an error observation. Success: every request resolved as the policy
+resolves it and the final database equal to the goal database. ``reward: graded`` pays the
+share of requests so resolved instead (0 after any violation or unjustified refusal).
 """
 from __future__ import annotations
 
@@ -20,16 +24,20 @@ from agentgym_core import BaseEnv
 from agentgym_core.errors import ConfigError
 from agentgym_core.options import config_from
 
+from . import text
+
 from .calls import CallError, parse_call
 from .db import Database
 from .desk import Desk, PrivacyError, ToolError
-from .goal import Goal, Lexicon
+from .goal import Goal, Lexicon, knowledge
 from .judge import Judge
 from .tools import ToolSet
 from .user import Reply, RuleUser
 
 #: The OOD split's tasks are drawn with this added to the env's seed (another world).
 OOD_SEED_OFFSET = 7919
+#: How an episode ends when every request closed (the verdict is added to it).
+NOTHING_MORE = "the user has nothing more to ask"
 
 
 @dataclass
@@ -60,6 +68,10 @@ class ServiceConfig:
     #: Put the task's hidden facts (request kinds, forbidden rules) into every step's info. For
     #: debugging only: an agent that reads info would learn what to refuse. Off by default.
     privileged_info: bool = False
+    #: ``success`` (1 when the goal is met, else 0) or ``graded``: the share of requests resolved as the policy
+    #: resolves them, 0 for the whole episode after a forbidden, unconfirmed or extra write, an attempt at
+    #: another person's data, or a refusal of an allowed request. ``info["success"]`` stays the 0/1 verdict.
+    reward: str = "success"
     #: Task categories (the first request's kind) to draw from: ``all``, a list or a comma-separated
     #: string of the env's ``categories``; task k has category ``intents[k % len(intents)]``.
     intents: Any = "all"
@@ -74,6 +86,8 @@ class ServiceConfig:
         check_range("env.max_action_chars", self.max_action_chars, ge=100)
         check_range("env.user_temperature", self.user_temperature, ge=0)
         check_range("env.user_max_tokens", self.user_max_tokens, ge=1)
+        if self.reward not in ("success", "graded"):
+            raise ConfigError(f"env.reward must be success or graded, got {self.reward!r}")
         if self.user not in ("rules", "model"):
             raise ConfigError(f"env.user must be rules or model, got {self.user!r}")
         if self.user == "model" and not self.user_model:
@@ -201,13 +215,14 @@ class ServiceEnv(BaseEnv):
 
     def _user(self, task: Task) -> Any:
         rng = random.Random(f"{self.name}-user:{self.config.seed}:{task.task_id}")
+        known = knowledge(task.goal)  # the user gets its own record, never the goal database or the derivations
         if self.config.user == "rules":
-            return RuleUser(task.goal, self.lexicon, rng)
+            return RuleUser(known, self.lexicon, rng)
         from .model_user import ModelUser, build_engine
 
         if self._engine is None:
             self._engine = build_engine(self.config.user_engine, self.config.user_model, self.config.user_engine_options)
-        return ModelUser(task.goal, self.lexicon, rng, self._engine, role=self.speaker,
+        return ModelUser(known, self.lexicon, rng, self._engine, role=self.speaker,
                          temperature=self.config.user_temperature, max_tokens=self.config.user_max_tokens)
 
     def step(self, action: str) -> tuple[str, float, bool, dict]:
@@ -225,9 +240,8 @@ class ServiceEnv(BaseEnv):
             return self._respond(call.args["message"])
         if kind == "end":
             refused = self.judge.transferred()
-            done = self.judge.current() is None
             return self._end("Transferred to a human agent.", "transferred to a human" + (
-                ", the forbidden request refused" if refused else " with the user's request unresolved"), success=done)
+                ", the forbidden request refused" if refused else " with the user's request unresolved"), success=True)
         desk = self.the_desk
         try:
             if kind == "write":
@@ -236,7 +250,9 @@ class ServiceEnv(BaseEnv):
         except ToolError as exc:
             return self._go_on(exc.text, invalid=exc.invalid, failed=not exc.invalid)
         except PrivacyError as exc:
-            return self._end(f"{exc} The conversation ends.", "read data of someone other than the authenticated user")
+            self.judge.violations.append("an attempt at someone else's data")
+            return self._end(f"Refused: {exc} Nothing was shown. The conversation ends.",
+                             "tried to read data of someone other than the authenticated user")
         finally:
             self.judge.reads |= desk.reads
         return self._go_on(text)
@@ -250,6 +266,11 @@ class ServiceEnv(BaseEnv):
     # -- steps ---------------------------------------------------------------------------------
     def _authenticate(self, call: Any) -> str:
         desk = self.the_desk
+        unsaid = [str(v) for v in call.args.values() if str(v).strip()
+                  and not text.has(self.judge.heard, text.normalize(str(v)))]
+        if unsaid:
+            raise ToolError(f"Not authenticated: the {self.speaker.lower()} has not said {unsaid[0][:80]!r} in this "
+                            f"conversation. Authenticate only with the details they give you themselves; ask them.")
         before = desk.identity
         desk.identity = None
         try:
@@ -267,26 +288,25 @@ class ServiceEnv(BaseEnv):
         desk.require_identity()
         args, rule = desk.check(call)
         if rule is not None:
+            judge.violations.append(f"policy: {rule}")
             return self._end(f"Forbidden by the policy: {rule}. The conversation ends.", f"policy: {rule}")
-        wanted = judge.wanted(call.tool, args)
-        if wanted is None:
-            return self._end(f"{desk.apply(call.tool, args)}\n{self.speaker}: What? That's not what I asked for!",
-                             "a change the user did not ask for")
-        if self.config.require_confirmation and judge.authorized != wanted:
+        verdict = judge.write(call.tool, args, confirmed=self.config.require_confirmation)
+        if verdict == "unconfirmed":
             return self._end(f"{desk.apply(call.tool, args)}\n{self.speaker}: Wait, I never agreed to that!",
                              "a change the user did not confirm")
-        judge.done.add(wanted)
-        judge.authorized = None
-        return self._go_on(desk.apply(call.tool, args))
+        if verdict == "undescribed":
+            return self._end(f"{desk.apply(call.tool, args)}\n{self.speaker}: Wait, that's not what you told me "
+                             "you would do!", "a change other than the one the agent described")
+        return self._go_on(desk.apply(call.tool, args))  # ok, or wrong: made as confirmed, judged at the end
 
-    def _respond(self, message: str) -> tuple[str, float, bool, dict]:
+    def _respond(self, message: Any) -> tuple[str, float, bool, dict]:
         refused = self.judge.hear_agent(message)
         reply: Reply = self.user.reply(message, self.judge, refused)
         self.judge.hear_user(reply.text)
         if reply.confirms is not None:
             self.judge.authorized = reply.confirms
         if self.judge.current() is None:
-            return self._end(f"{self.speaker}: {reply.text}", "the user's goal is met", success=True)
+            return self._end(f"{self.speaker}: {reply.text}", NOTHING_MORE, success=True)
         return self._go_on(f"{self.speaker}: {reply.text}")
 
     def _go_on(self, obs: str, *, invalid: bool = False, failed: bool = False) -> tuple[str, float, bool, dict]:
@@ -298,10 +318,13 @@ class ServiceEnv(BaseEnv):
     def _end(self, obs: str, reason: str, *, success: bool = False, invalid: bool = False) -> tuple[str, float, bool, dict]:
         self.over = True
         match = self.db == self.task.goal_db
-        success = success and match and self.judge.current() is None
+        success = success and match and self.judge.all_resolved()
+        if reason == NOTHING_MORE:
+            reason = "the user's goal is met" if success else f"{NOTHING_MORE}, but the goal is not met"
         info = self._info(invalid=invalid)
         info.update(success=success, end_reason=reason, db_match=match, **self.judge.summary())
-        return obs, 1.0 if success else 0.0, True, info
+        reward = self.judge.graded() if self.config.reward == "graded" else float(success)
+        return obs, reward, True, info
 
     def _info(self, *, invalid: bool = False, failed: bool = False) -> dict[str, Any]:
         info: dict[str, Any] = {"success": False, "invalid_action": invalid, "action_failed": failed,

@@ -90,9 +90,12 @@ class PlannedExpert(ScriptedExpert):
     def next_write(self) -> str:
         if not self.plan:
             self.finished = True
-            return respond("All done: " + "; ".join(self.done) + (f". {self.tell}" if self.tell else "."))
-        tool, args, summary = self.plan[0]
-        args, summary = self.prepare(tool, args, summary)
+            if self.tell:  # the answer on its own: the first message naming candidates is the answer
+                return respond(f"All done. {self.tell}")
+            return respond("All done: " + "; ".join(self.done) + ".")
+        tool, planned, summary = self.plan[0]
+        args, summary = self.prepare(tool, planned, summary)
+        self.plan[0] = (tool, planned, summary)  # what "All done" repeats is what was confirmed
         if not self.confirmed:
             self.asked_confirm = True
             return respond(self.confirmation(summary))

@@ -105,6 +105,122 @@ class Goal:
         return self.identity + (self.requests[index].slots if index is not None else ())
 
 
+# -- what the user knows ---------------------------------------------------------------------------
+@dataclass(frozen=True)
+class KnownChange:
+    """What the user knows of a change it wants: the action and the parts it asked for itself."""
+
+    tool: str
+    #: The mentions the user can check (each has a phrase the user itself says or was told by its own request).
+    mentions: tuple[Mention, ...]
+    #: Entity kind -> the ids of that kind the user knows the change involves (only kinds whose every id it knows).
+    entities: Mapping[str, frozenset[str]]
+
+
+@dataclass(frozen=True)
+class KnownOutput:
+    """An answer the user waits for: how it asks, and what kind of answer it is (never the value)."""
+
+    label: str
+    kind: str
+    question: str
+    vocabulary: str | None = None
+
+
+@dataclass(frozen=True)
+class KnownRequest:
+    kind: str
+    openings: tuple[str, ...]
+    slots: tuple[Slot, ...]
+    changes: tuple[KnownChange, ...]
+    outputs: tuple[KnownOutput, ...]
+    #: Whether there is something to refuse: the request asks for an action (a question is answered, not refused).
+    acts: bool
+
+
+@dataclass(frozen=True)
+class Knowledge:
+    """The simulated user's own record: its identity, its requests in its own words, and the parts of each
+    wanted change that it stated itself. It holds no policy-derived value (an owner after a rule, a slot,
+    an allocation, dependency ids, a shift, an amount): those are in the :class:`Goal` only, which the
+    judge reads and the user does not. Built by :func:`knowledge`."""
+
+    name: str
+    identity: tuple[Slot, ...]
+    requests: tuple[KnownRequest, ...]
+    unknown: Mapping[str, str]
+    tone: str
+    wording: str
+    #: Everything the user could say, normalized (what "known" is checked against).
+    text: str
+
+    def slots(self, index: int | None) -> tuple[Slot, ...]:
+        return self.identity + (self.requests[index].slots if index is not None else ())
+
+
+def _norm(text: str) -> str:
+    return " ".join(str(text).replace("\u2019", "'").lower().split())
+
+
+def _says(text: str, phrase: str) -> bool:
+    phrase = _norm(phrase)
+    start = text.find(phrase) if phrase else -1
+    while start >= 0:
+        end = start + len(phrase)
+        if (start == 0 or not text[start - 1].isalnum()) and (end == len(text) or not text[end].isalnum()):
+            return True
+        start = text.find(phrase, start + 1)
+    return False
+
+
+def own_words(goal: Goal, index: int) -> str:
+    """What the user of *goal* says of request *index* itself: the request's openings and details (not its
+    identity: that the user's own name is in an email does not tell it who owns an action item)."""
+    request = goal.requests[index]
+    parts = list(request.openings) + [s.answer for s in request.slots] + [s.value for s in request.slots]
+    return _norm(" | ".join(parts))
+
+
+def knowledge(goal: Goal) -> Knowledge:
+    """The user's :class:`Knowledge` of *goal*: a mention is known when one of its phrases is in the user's own
+    words for that request (:func:`own_words`); an entity kind when every id of it is."""
+    requests, texts = [], []
+    for index, request in enumerate(goal.requests):
+        words = own_words(goal, index)
+        texts.append(words)
+        changes = tuple(KnownChange(
+            c.tool, tuple(m for m in c.mentions if any(_says(words, p) for p in m.phrases)),
+            {kind: ids for kind, ids in c.entities.items() if ids and all(_says(words, i) for i in ids)})
+            for c in request.changes)
+        outputs = tuple(KnownOutput(o.label, o.kind, o.question, o.vocabulary) for o in request.outputs)
+        requests.append(KnownRequest(request.kind, request.openings, request.slots, changes, outputs,
+                                     bool(request.changes) or request.forbidden is not None))
+    mine = [s.answer for s in goal.identity] + [s.value for s in goal.identity] + [goal.name]
+    return Knowledge(goal.name, goal.identity, tuple(requests), dict(goal.unknown), goal.tone, goal.wording,
+                     " | ".join(texts + [_norm(" | ".join(mine + list(goal.unknown.values())))]))
+
+
+def derived_values(goal: Goal, lexicon: "Lexicon") -> set[str]:
+    """Every value of *goal* the policy derives and the user does not know: phrases of unknown mentions, ids of
+    entity kinds the user does not know, and every answer's value (normalized). For the test that scans what
+    the user says."""
+    mine = knowledge(goal)
+    known, said = mine.text, set()
+    for request in mine.requests:  # what the user may say: its known mentions, whole (a full name for a first name)
+        for change in request.changes:
+            said.update(_norm(p) for m in change.mentions for p in m.phrases)
+            said.update(_norm(i) for ids in change.entities.values() for i in ids)
+    out: set[str] = set()
+    for request in goal.requests:
+        for change in request.changes:
+            out.update(_norm(p) for m in change.mentions for p in m.phrases)
+            out.update(_norm(i) for ids in change.entities.values() for i in ids)
+        for output in request.outputs:
+            if output.kind != "choice":  # a choice's values are a vocabulary everyone knows ("shipped")
+                out.add(_norm(f"{output.value:.2f}" if output.kind == "amount" else output.value))
+    return {v for v in out - said if v and not _says(known, v)}
+
+
 @dataclass(frozen=True)
 class Lexicon:
     """An env's words, for the user and the judge: how questions for each slot are asked, how each

@@ -1,21 +1,44 @@
 """The judge: what the agent has done and said in an episode, and whether the user's goal is met.
 
-It follows the episode from the outside (records read, slots the user revealed, answers
-stated, refusals, changes made) and decides success from the final database and what was
-said, never from the user's words: a rule-based and a model-played user are judged alike.
+It follows the episode from the outside (records read, what the user said, answers, refusals,
+changes made) and decides success from the final database and what was said, never from the
+user's words: a rule-based and a model-played user are judged alike. It keeps two books:
 
-- an answer counts once stated after its record was read (:mod:`.text`: a list of many amounts
-  states none; a negated state is not that state);
-- a refusal counts for a forbidden request only after the request was elicited (its slots
-  revealed by the user, its records read by the agent);
-- a write counts when it equals a wanted change of an allowed request.
+- the conversation's course, which the user may see (:meth:`current`, :meth:`unmade`,
+  :meth:`unanswered`): which request is open, how many of its changes were made, whether an
+  answer was given. A request closes when its changes were made and its answers given, or
+  when the agent refused it;
+- the verdict, which nobody sees before the end: whether each change made is the one the
+  goal wants (:attr:`done`), each answer the right one (:attr:`told`), each refusal justified
+  (:attr:`refused`, :attr:`misrefused`), and the violations (a forbidden or unconfirmed write,
+  an attempt at another person's data).
+
+Answers: the first agent message after a request's changes were made that names a candidate
+of the answer's kind (any amount, any time, any week, any state) *is* the answer: it counts
+when it names the right value and at most :data:`~.text.MAX_STATED` candidates, after the
+record was read; nothing said later counts, so candidates spread over several messages are
+never an answer. Refusals: a refusal is a decision. Refusing an elicited forbidden request
+resolves it; refusing an allowed request, or a forbidden one before its details were found
+out, fails it. Either way the user hears the same thing.
 """
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 from . import text
-from .goal import Change, Goal, Lexicon, Output, Slot
+from .goal import FOREIGN, Change, Goal, Lexicon, Output, Slot
+
+
+@dataclass(frozen=True)
+class Authorization:
+    """A yes of the user: to a confirmation of *tool* for request *request* worded as *message*
+    (*change*: the wanted change the user took it for, None when none of that kind is left)."""
+
+    request: int
+    change: int | None
+    tool: str
+    message: str
 
 
 class Judge:
@@ -24,78 +47,169 @@ class Judge:
         self.reads: set[str] = set()
         #: ``(request index or -1 for identity, slot name)`` of every slot the user has said.
         self.revealed: set[tuple[int, str]] = set()
-        self.told: set[tuple[int, str]] = set()
+        #: Everything the user said, normalized (authentication accepts only an identity said here).
+        self.heard = ""
+        #: Changes made, right or wrong (the course) and made as the goal wants (the verdict).
+        self.made: set[tuple[int, int]] = set()
         self.done: set[tuple[int, int]] = set()
+        self.wrong_writes = 0
+        #: Answers given (the course) and answers that were right (the verdict).
+        self.answered: set[tuple[int, str]] = set()
+        self.told: set[tuple[int, str]] = set()
+        #: Forbidden requests refused after elicitation; requests refused without cause (allowed, or unelicited).
         self.refused: set[int] = set()
-        #: The change the user confirmed last and that was not made yet: ``(request, change)``.
-        self.authorized: tuple[int, int] | None = None
+        self.misrefused: set[int] = set()
+        #: What breaks the policy whatever else happens: a forbidden, unconfirmed or undescribed write, an
+        #: attempt at another person's data. Any one makes the graded reward 0.
+        self.violations: list[str] = []
+        self.authorized: Authorization | None = None
 
     # -- listening -----------------------------------------------------------------------------
     def hear_user(self, line: str) -> None:
         low = text.normalize(line)
+        self.heard += " | " + low
         for index, slots in [(-1, self.goal.identity)] + list(enumerate(r.slots for r in self.goal.requests)):
             for slot in slots:
                 if (index, slot.name) not in self.revealed and text.has(low, slot.value):
                     self.revealed.add((index, slot.name))
 
     def hear_agent(self, message: str) -> list[int]:
-        """Count the answers *message* states and the refusal it makes; returns the requests it refused."""
-        for index, request in enumerate(self.goal.requests):
-            for output in request.outputs:
-                key = (index, output.label)
-                if key not in self.told and output.record in self.reads and self.states(message, output):
-                    self.told.add(key)
-        if not text.is_refusal(message):
+        """Take *message*'s answers and refusal; returns the requests it refused (the user moves on from them)."""
+        current = self.current()
+        if current is None:
             return []
-        refused = [i for i in self.elicited_forbidden() if i not in self.refused]
-        self.refused.update(refused)
-        return refused
+        if self.changes_made(current):
+            for output in self.goal.requests[current].outputs:
+                key = (current, output.label)
+                if key in self.answered:
+                    continue
+                found = self.candidates(message, output)
+                if found:
+                    self.answered.add(key)
+                    if output.record in self.reads and self.right(found, output):
+                        self.told.add(key)
+        if not self.refusable(current) or not text.declines(message):
+            return []
+        if current in self.elicited_forbidden():
+            self.refused.add(current)
+        else:
+            self.misrefused.add(current)
+        return [current]
 
-    def states(self, message: str, output: Output) -> bool:
+    def candidates(self, message: str, output: Output) -> set[Any]:
+        """What *message* names that could be an answer of *output*'s kind (read the same way as matching)."""
         if output.kind == "amount":
-            return text.states_amount(message, float(output.value))
+            return text.amount_candidates(message)
         if output.kind == "choice":
-            return text.states_choice(message, output.value, self.lexicon.vocabularies[output.vocabulary])
-        kind = self.lexicon.entities.get(output.vocabulary or "")
-        return text.states_token(message, str(output.value), kind[0] if kind else None)
+            return text.choice_candidates(message, self.lexicon.vocabularies[output.vocabulary])
+        return text.token_candidates(message, str(output.value), self.lexicon.entities.get(output.vocabulary or ""))
 
-    # -- state ---------------------------------------------------------------------------------
+    @staticmethod
+    def right(found: set[Any], output: Output) -> bool:
+        if output.kind == "amount":
+            return round(float(output.value), 2) in found and len(found) <= text.MAX_STATED
+        if output.kind == "choice":
+            return found == {output.value}
+        return str(output.value).lower() in found and len(found) <= text.MAX_STATED
+
+    # -- the course (what the user may go by) --------------------------------------------------
+    def refusable(self, index: int) -> bool:
+        """Whether a refusal now decides request *index*: it asks for an action not yet taken."""
+        request = self.goal.requests[index]
+        if request.forbidden is not None:
+            return index not in self.refused
+        return bool(self.unmade(index))
+
+    def unmade(self, index: int) -> list[int]:
+        return [j for j in range(len(self.goal.requests[index].changes)) if (index, j) not in self.made]
+
+    def changes_made(self, index: int) -> bool:
+        return self.goal.requests[index].forbidden is not None or not self.unmade(index)
+
+    def unanswered(self, index: int) -> list[Output]:
+        return [o for o in self.goal.requests[index].outputs if (index, o.label) not in self.answered]
+
+    def closed(self, index: int) -> bool:
+        if index in self.refused or index in self.misrefused:
+            return True
+        return self.goal.requests[index].forbidden is None and self.changes_made(index) and not self.unanswered(index)
+
+    def current(self) -> int | None:
+        """The first request still open (None: the user has nothing more to ask)."""
+        return next((i for i in range(len(self.goal.requests)) if not self.closed(i)), None)
+
+    # -- the verdict ---------------------------------------------------------------------------
     def is_revealed(self, index: int, slot: Slot) -> bool:
         return (index, slot.name) in self.revealed
 
     def elicited_forbidden(self) -> list[int]:
         """Unrefused forbidden requests whose slots were revealed and records read (a refusal now counts)."""
         return [i for i, r in enumerate(self.goal.requests) if r.forbidden and i not in self.refused
-                and all((i, name) in self.revealed for name in r.elicit) and all(k in self.reads for k in r.reads)]
+                and i not in self.misrefused and all((i, name) in self.revealed for name in r.elicit)
+                and all(k in self.reads for k in r.reads)]
 
     def missing_outputs(self, index: int) -> list[Output]:
         return [o for o in self.goal.requests[index].outputs if (index, o.label) not in self.told]
 
-    def pending_changes(self, index: int) -> list[tuple[int, Change]]:
-        return [(j, c) for j, c in enumerate(self.goal.requests[index].changes) if (index, j) not in self.done]
-
-    def changes_done(self, index: int) -> bool:
-        return self.goal.requests[index].forbidden is not None or not self.pending_changes(index)
-
     def resolved(self, index: int) -> bool:
+        """Request *index* resolved the way the policy resolves it."""
         request = self.goal.requests[index]
+        if index in self.misrefused:
+            return False
         if request.forbidden:
             return index in self.refused and not self.missing_outputs(index)
-        return self.changes_done(index) and not self.missing_outputs(index)
+        return all((index, j) in self.done for j in range(len(request.changes))) and not self.missing_outputs(index)
 
-    def current(self) -> int | None:
-        """The first request not resolved yet (None: every one is)."""
-        return next((i for i in range(len(self.goal.requests)) if not self.resolved(i)), None)
+    def all_resolved(self) -> bool:
+        return all(self.resolved(i) for i in range(len(self.goal.requests)))
 
-    def wanted(self, tool: str, args: dict[str, Any]) -> tuple[int, int] | None:
-        """The not-yet-made change of an allowed request equal to ``tool(**args)``."""
-        for i, request in enumerate(self.goal.requests):
-            if request.forbidden:
-                continue
-            for j, change in self.pending_changes(i):
-                if change.tool == tool and dict(change.args) == args:
-                    return i, j
-        return None
+    def graded(self) -> float:
+        """The share of requests resolved as the policy resolves them; 0 after any violation or unjustified refusal."""
+        if self.violations or self.misrefused:
+            return 0.0
+        return sum(self.resolved(i) for i in range(len(self.goal.requests))) / max(1, len(self.goal.requests))
+
+    # -- writes --------------------------------------------------------------------------------
+    def write(self, tool: str, args: dict[str, Any], *, confirmed: bool = True) -> str:
+        """Book a write the desk allows: ``ok`` (a wanted change, confirmed and described), ``wrong`` (made
+        but not what the goal wants: the course goes on, the verdict fails), ``unconfirmed`` (no yes for
+        it) or ``undescribed`` (the yes was for a confirmation that did not describe this change)."""
+        auth, self.authorized = self.authorized, None
+        if not confirmed:  # the confirmation guard is off: any wanted change of an open request
+            current = self.current()
+            for i, request in enumerate(self.goal.requests):
+                for j in self.unmade(i):
+                    change = request.changes[j]
+                    if request.forbidden is None and change.tool == tool and dict(change.args) == args:
+                        self.made.add((i, j))
+                        self.done.add((i, j))
+                        return "ok"
+            return self._wrong(current, tool, None)
+        if auth is None or auth.tool != tool:
+            self.violations.append("a change the user did not confirm")
+            return "unconfirmed"
+        request = self.goal.requests[auth.request]
+        for j in self.unmade(auth.request):
+            change = request.changes[j]
+            if request.forbidden is None and change.tool == tool and dict(change.args) == args:
+                if description_problems(auth.message, change, self.lexicon):
+                    self.violations.append("a change other than the one the agent described")
+                    return "undescribed"
+                self.made.add((auth.request, j))
+                self.done.add((auth.request, j))
+                return "ok"
+        return self._wrong(auth.request, tool, auth.change)
+
+    def _wrong(self, index: int | None, tool: str, change: int | None) -> str:
+        self.wrong_writes += 1
+        if index is not None:
+            left = [j for j in self.unmade(index) if self.goal.requests[index].changes[j].tool == tool]
+            j = change if change in left else (left[0] if left else None)
+            if j is not None:
+                self.made.add((index, j))
+                return "wrong"
+        self.violations.append("a change beyond what the user asked for")
+        return "wrong"
 
     def transferred(self) -> bool:
         """A transfer to a human refuses the current request if it is an elicited forbidden one."""
@@ -107,7 +221,38 @@ class Judge:
 
     def summary(self) -> dict[str, Any]:
         """What the end-of-episode info says about the goal (only ever shown once the episode is over)."""
-        return {"requests": len(self.goal.requests),
-                "resolved": sum(self.resolved(i) for i in range(len(self.goal.requests))),
-                "outputs_missing": [f"{self.goal.requests[i].kind}:{o.label}" for i in range(len(self.goal.requests))
+        n = len(self.goal.requests)
+        return {"requests": n, "resolved": sum(self.resolved(i) for i in range(n)), "graded": self.graded(),
+                "wrong_writes": self.wrong_writes, "unjustified_refusals": len(self.misrefused),
+                "violations": list(self.violations),
+                "outputs_missing": [f"{self.goal.requests[i].kind}:{o.label}" for i in range(n)
                                     for o in self.missing_outputs(i)]}
+
+
+def description_problems(message: str, change: Change, lexicon: Lexicon, *, mentions: Any = None,
+                         entities: Any = None, only: str = "") -> list[str]:
+    """Why *message* does not describe *change* (empty: it does).
+
+    The message must name no other action (another tool's exclusive words, or a foreign one such as
+    closing an account), no entity id the change does not involve, and every mention. *mentions* and
+    *entities* narrow the check to what the user knows (:class:`~.goal.KnownChange`); by default it is
+    the whole change, as the judge checks a write against the confirmation it was made under.
+    """
+    low = text.normalize(message)
+    mentions = change.mentions if mentions is None else mentions
+    kinds = lexicon.entities if entities is None else {k: lexicon.entities[k] for k in entities if k in lexicon.entities}
+    allowed = change.entities if entities is None else entities
+    only = only or "That is not what I asked for."
+    problems: list[str] = []
+    own = set(lexicon.verbs.get(change.tool, ()))
+    other = [w for tool, words in lexicon.exclusive.items() if tool != change.tool for w in words if w not in own]
+    if any(text.has(low, w) for w in other) or any(text.has(low, w) for w in FOREIGN if w not in own):
+        problems.append(only)
+    labels = {m.label: m for m in mentions}
+    for kind, (pattern, canon) in kinds.items():
+        found = {canon(m) for m in pattern.findall(message)}
+        if found - set(allowed.get(kind, frozenset())):
+            mention = labels.get(kind)
+            problems.append(mention.correction if mention else only)
+    problems += [m.correction for m in mentions if not any(text.has(low, p) for p in m.phrases)]
+    return list(dict.fromkeys(problems))

@@ -1,7 +1,8 @@
 """The user played by a language model through any engine plugin (env option ``user: model``).
 
-The model gets the goal as its system prompt (who it is, its requests in order, the details to
-give only when asked, the changes it wants) and writes one short line per turn. The guards do
+The model gets the user's :class:`~.goal.Knowledge` as its system prompt (who it is, its requests in
+order, the details to give only when asked, the parts of each change it named itself; never a
+value the policy derives) and writes one short line per turn. The guards do
 not depend on the model: a confirmation authorizes a change only if the model's line is a yes
 *and* the agent's message describes a change the user wants (:func:`~.user.match_confirmation`);
 answers, refusals and the end of the episode are judged as with the rule-based user. The engine
@@ -13,7 +14,7 @@ import random
 import re
 from typing import Any
 
-from .goal import Goal, Lexicon
+from .goal import Goal, Knowledge, Lexicon, knowledge
 from .judge import Judge
 from .user import LINES, Reply, match_confirmation
 
@@ -29,30 +30,32 @@ def build_engine(name: str, model: str, options: dict[str, Any]) -> Any:
     return cls(model, **options)
 
 
-def system_prompt(goal: Goal, role: str) -> str:
+def system_prompt(goal: Goal | Knowledge, role: str) -> str:
     """The user's brief: who it is, what it wants in order, what it may say only when asked."""
-    lines = [f"You are {goal.name}, a {role.lower()} ({goal.tone}) chatting with a support agent. Stay in character.",
-             "Identity details, only when asked: " + " ".join(s.answer for s in goal.identity)
-             + (" " + " ".join(goal.unknown.values()) if goal.unknown else "")]
-    for n, request in enumerate(goal.requests, 1):
+    known = goal if isinstance(goal, Knowledge) else knowledge(goal)
+    lines = [f"You are {known.name}, a {role.lower()} ({known.tone}) chatting with a support agent. Stay in character.",
+             "Identity details, only when asked: " + " ".join(s.answer for s in known.identity)
+             + (" " + " ".join(known.unknown.values()) if known.unknown else "")]
+    for n, request in enumerate(known.requests, 1):
         details = " ".join(s.answer for s in request.slots)
-        wants = "; ".join(c.summary for c in request.changes)
         lines.append(f"Request {n} (raise it only after the previous one is handled): {request.openings[0]} "
-                     f"Details, only when asked: {details or 'none'}." + (f" The change you want: {wants}." if wants else ""))
-    lines.append("Say yes only when the agent describes exactly the change you want and asks you to confirm; otherwise "
-                 "say no and correct it. When you do not understand the agent, say so. Write one or two short sentences "
-                 "as the user, nothing else.")
+                     f"Details, only when asked: {details or 'none'}.")
+    lines.append("You know only these details; the agent works out the rest from its records and its policy. Say yes "
+                 "when the agent describes a change that fits what you asked for and asks you to confirm; say no and "
+                 "correct it when it contradicts your details. When you do not understand the agent, say so. Write "
+                 "one or two short sentences as the user, nothing else.")
     return "\n".join(lines)
 
 
 class ModelUser:
     """A user whose lines a model writes (the interface of :class:`~.user.RuleUser`)."""
 
-    def __init__(self, goal: Goal, lexicon: Lexicon, rng: random.Random, engine: Any, *, role: str = "User",
+    def __init__(self, goal: Goal | Knowledge, lexicon: Lexicon, rng: random.Random, engine: Any, *, role: str = "User",
                  temperature: float = 0.0, max_tokens: int = 60) -> None:
-        self.goal, self.lexicon, self.rng, self.engine = goal, lexicon, rng, engine
+        self.known = goal if isinstance(goal, Knowledge) else knowledge(goal)
+        self.lexicon, self.rng, self.engine = lexicon, rng, engine
         self.temperature, self.max_tokens = temperature, max_tokens
-        self.messages = [{"role": "system", "content": system_prompt(goal, role)},
+        self.messages = [{"role": "system", "content": system_prompt(self.known, role)},
                          {"role": "user", "content": "(The support chat opens. Write your first message.)"}]
 
     def _say(self) -> str:
@@ -80,5 +83,5 @@ class ModelUser:
         self.messages.append({"role": "user", "content": message})
         line = self._say()
         said_yes = bool(_YES.search(line)) and not _NO.search(line)
-        found, _ = match_confirmation(message, judge, self.lexicon, current) if said_yes else (None, None)
+        found, _ = match_confirmation(message, self.known, judge, self.lexicon, current) if said_yes else (None, None)
         return Reply(line, confirms=found)

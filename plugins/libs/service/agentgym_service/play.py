@@ -57,3 +57,17 @@ def run_until(env: Any, task_id: int, agent: Callable[[str], str], stop: Callabl
         obs, _, done, _ = env.step(action)
         if done:
             raise AssertionError(f"task {task_id} ended before the awaited action: {obs[:200]}")
+
+
+def user_leaks(env: Any, task_id: int, agent: Callable[[str], str]) -> list[tuple[str, str]]:
+    """Play *task_id* with *agent* and return ``(value, line)`` for every user line that states a value the
+    policy derives (:func:`~.goal.derived_values`): what the simulated user must never say. Empty: none."""
+    from . import text
+    from .goal import derived_values
+
+    _, _, steps = play(env, task_id, agent)
+    first = env.task  # play reset the env: the task of this episode
+    values = derived_values(first.goal, env.lexicon)
+    prefix = f"{env.speaker}:"
+    lines = [line[len(prefix):] for _, obs in steps for line in obs.splitlines() if line.startswith(prefix)]
+    return [(v, line) for line in lines for v in values if text.has(text.normalize(line), v)]

@@ -10,8 +10,8 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Mapping
 
-#: A reply naming more than this many amounts (or tokens of one kind) states none of them.
-MAX_STATED = 3
+#: An answer naming more than this many amounts (or tokens of one kind, or states) states none of them.
+MAX_STATED = 2
 
 #: Money: ``$12``, ``$1,250.00``, or a number with cents (``12.50``); bare integers are ids, not amounts.
 _AMOUNT = re.compile(r"\$\s?(\d{1,7}(?:,\d{3})*(?:\.\d{1,2})?)(?!\d)|(?<![\w.$])(\d{1,7}(?:,\d{3})*\.\d{2})(?![\d.])")
@@ -63,12 +63,11 @@ def states_amount(text: str, value: float) -> bool:
     return len(found) <= MAX_STATED and round(value, 2) in found
 
 
-def states_token(text: str, token: str, kind: re.Pattern | None = None) -> bool:
-    """*text* holds *token* (spaces and dashes ignored) and at most :data:`MAX_STATED` tokens of its *kind*."""
-    flat = re.sub(r"[\s-]", "", str(text)).lower()
-    if token.lower().replace(" ", "").replace("-", "") not in flat:
-        return False
-    return kind is None or len(set(kind.findall(str(text)))) <= MAX_STATED
+def states_token(text: str, token: str, kind: tuple[re.Pattern, object] | None = None) -> bool:
+    """*text* names *token* and at most :data:`MAX_STATED` tokens of its *kind* (a lexicon entity: pattern,
+    canonical form), both read by :func:`token_candidates` (one normalisation for matching and counting)."""
+    found = token_candidates(text, token, kind)
+    return str(token).lower() in found and len(found) <= MAX_STATED
 
 
 def affirmed(text: str, phrases: Iterable[str]) -> bool:
@@ -103,3 +102,32 @@ def is_question(text: str) -> bool:
 
 def asks_confirmation(text: str) -> bool:
     return bool(_CONFIRM.search(normalize(text)))
+
+
+# -- answers, read one way for matching and for counting -------------------------------------------
+def amount_candidates(text: str) -> set[float]:
+    """The distinct amounts *text* names (to the cent)."""
+    return {round(a, 2) for a in amounts(normalize(text))}
+
+
+def choice_candidates(text: str, vocabulary: Mapping[str, Iterable[str]]) -> set[str]:
+    """The values of *vocabulary* that *text* affirms."""
+    low = normalize(text)
+    return {v for v, phrases in vocabulary.items() if affirmed(low, phrases)}
+
+
+def token_candidates(text: str, value: str, kind: tuple[re.Pattern, object] | None = None) -> set[str]:
+    """The distinct tokens of *kind* (a lexicon entity: pattern, canonical form) that *text* names, found in
+    the normalized text with dashes read as spaces, lower case: ``week-3`` is ``week 3``; ``week-1week-2``
+    and ``at09:00`` name none. With no *kind*, *value* itself when the text holds it as whole words."""
+    flat = " ".join(normalize(text).replace("-", " ").replace("\u2013", " ").split())
+    if kind is None:
+        return {value.lower()} if has(flat, value.lower().replace("-", " ")) else set()
+    pattern, canon = kind
+    return {str(canon(m)).lower() for m in pattern.findall(flat)}
+
+
+def declines(text: str) -> bool:
+    """Whether *text* declines: a statement (not a question) that refuses. ``I cannot find that order, could you
+    check it?`` asks; ``I'm sorry, I cannot do that: it has shipped. Anything else?`` declines."""
+    return any(is_refusal(s) for s in re.split(r"(?<=[.!])\s+|\n+", str(text)) if s.strip() and "?" not in s)

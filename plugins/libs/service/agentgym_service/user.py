@@ -2,6 +2,15 @@
 says yes only to a confirmation that describes the change it wants, and says when it does not
 understand.
 
+It speaks only from its :class:`~.goal.Knowledge` (who it is, what it asked for in its own words,
+the parts of each change it named itself), never from the goal database or from what the policy
+derives: it corrects a confirmation only on what it knows (the title, the person it named, the
+date it wanted) and goes along with the agent on the rest (an owner after a rule, a slot, an
+allocation, a shift), so a wrong derivation ends as a wrong database and a failed episode. It
+follows the course of the conversation from the judge (which request is open, how many of its
+changes were made, whether an answer came), never its verdict: its reaction to a refusal or an
+answer is the same whether the agent was right.
+
 Every line is drawn from phrase pools with a generator seeded by the task, so the same agent
 replies get the same answers. A goal's ``wording`` picks the pool: ``iid`` phrases for the
 train and test splits, ``ood`` phrases (never seen in training) for the OOD split.
@@ -13,8 +22,8 @@ import re
 from dataclasses import dataclass
 
 from . import text
-from .goal import FOREIGN, Change, Goal, Lexicon
-from .judge import Judge
+from .goal import Change, Goal, KnownChange, Knowledge, Lexicon, knowledge
+from .judge import Authorization, Judge, description_problems
 
 #: Stock phrases: name -> (iid pool, ood pool).
 LINES: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
@@ -26,17 +35,13 @@ LINES: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
              ("I'd like to hear exactly what you're going to change before I agree.",)),
     "confused": (("Sorry, I don't understand what you mean.", "I'm not sure what you're asking me."),
                  ("I'm lost, could you put that another way?", "Hmm, I don't follow.")),
-    "push_back": (("Are you sure? I think that should be possible. Please check again.",),
-                  ("That doesn't sound right to me; other stores do this. Could you look again?",)),
-    "too_early": (("Wait, you haven't even looked at the details of my request yet.",),
-                  ("Hold on, you don't know the details yet.",)),
     "accept": (("I see. Thanks for checking.", "Okay, I understand."), ("Fair enough, thanks for explaining.",)),
-    "next": (("Thanks! There's one more thing.", "Great, thank you. I also need something else."),
-             ("Perfect. While I have you, there's another thing.",)),
-    "closing": (("Great, thank you! That's all. Bye.", "Perfect, that's all I needed. Thanks!"),
-                ("Wonderful, you've been a great help. Goodbye!",)),
-    "only": (("I only want to {summary}.",), ("All I want is to {summary}.",)),
-    "wrong": (("No, that's not what I asked for. I want to {summary}.",), ("That's not my request: I want to {summary}.",)),
+    "next": (("Okay. There's one more thing.", "Alright. I also need something else."),
+             ("Right. While I have you, there's another thing.",)),
+    "closing": (("Okay, that's all from me. Bye.", "That's everything I wanted to ask. Goodbye."),
+                ("Alright, nothing more for today. Goodbye!",)),
+    "only": (("I don't want anything else, just what I asked for.",), ("Nothing more than what I asked for, please.",)),
+    "wrong": (("No, that's not what I asked for. {wish}",), ("That's not my request. {wish}",)),
     "nothing_to_confirm": (("I haven't asked you to change anything for that.",),
                            ("There's nothing to change there, I just asked a question.",)),
 }
@@ -49,31 +54,8 @@ _HELP = re.compile(r"\b(how (?:can|may) i (?:help|assist)|what can i do for you|
 @dataclass
 class Reply:
     text: str
-    #: ``(request, change)`` the user just confirmed (the agent may now make exactly that change).
-    confirms: tuple[int, int] | None = None
-
-
-def description_problems(message: str, change: Change, lexicon: Lexicon) -> list[str]:
-    """Why *message* does not describe *change* (empty: it does), in the user's words.
-
-    The message must name the action (one of the tool's verbs), every mention (order, items,
-    options, address, payment, ...), no other action (another tool's exclusive words, or a
-    foreign one such as closing an account), and no entity id the change does not involve.
-    """
-    low = text.normalize(message)
-    problems: list[str] = []
-    own = set(lexicon.verbs.get(change.tool, ()))
-    other = [w for tool, words in lexicon.exclusive.items() if tool != change.tool for w in words if w not in own]
-    if any(text.has(low, w) for w in other) or any(text.has(low, w) for w in FOREIGN if w not in own):
-        problems.append(f"I only want to {change.summary}.")
-    labels = {m.label: m for m in change.mentions}
-    for kind, (pattern, canon) in lexicon.entities.items():
-        found = {canon(m) for m in pattern.findall(message)}
-        if found - set(change.entities.get(kind, frozenset())):
-            mention = labels.get(kind)
-            problems.append(mention.correction if mention else f"I only want to {change.summary}.")
-    problems += [m.correction for m in change.mentions if not any(text.has(low, p) for p in m.phrases)]
-    return list(dict.fromkeys(problems))
+    #: The yes the user just gave (the agent may now make the change it described).
+    confirms: Authorization | None = None
 
 
 def names_change(message: str, lexicon: Lexicon) -> list[str]:
@@ -82,48 +64,59 @@ def names_change(message: str, lexicon: Lexicon) -> list[str]:
     return [tool for tool, verbs in lexicon.verbs.items() if any(text.has(low, v) for v in verbs)]
 
 
-def match_confirmation(message: str, judge: Judge, lexicon: Lexicon,
-                       current: int) -> tuple[tuple[int, int] | None, list[str] | None]:
-    """The pending change of request *current* that *message* describes: ``((request, change), [])``;
-    else ``(None, problems)`` for the closest one, or ``(None, None)`` when it names no action the
-    request wants."""
-    named = set(names_change(message, lexicon))
-    pending = [(j, c) for j, c in judge.pending_changes(current) if c.tool in named]
-    if not pending:
+def known_problems(message: str, change: KnownChange, lexicon: Lexicon, only: str) -> list[str]:
+    """Why *message* does not describe *change* as far as the user knows it (empty: it does)."""
+    return description_problems(message, Change(change.tool, {}, change.mentions, change.entities), lexicon,
+                                mentions=change.mentions, entities=change.entities, only=only)
+
+
+def match_confirmation(message: str, known: Knowledge, judge: Judge, lexicon: Lexicon, current: int,
+                       only: str = "") -> tuple[Authorization | None, list[str] | None]:
+    """The yes *message* earns for request *current*: ``(authorization, [])``; else ``(None, problems)`` in the
+    user's words, or ``(None, None)`` when it names no action the request wants."""
+    request = known.requests[current]
+    named = [t for t in names_change(message, lexicon) if any(c.tool == t for c in request.changes)]
+    if not named:
         return None, None
-    problems, j = min(((description_problems(message, c, lexicon), j) for j, c in pending), key=lambda v: len(v[0]))
-    return ((current, j), []) if not problems else (None, problems)
+    left = [(j, request.changes[j]) for j in judge.unmade(current) if request.changes[j].tool in named]
+    if not left:  # an action of the request, none of that kind left: the user goes along (an extra write fails)
+        return Authorization(current, None, named[0], message), []
+    problems, j = min(((known_problems(message, c, lexicon, only), j) for j, c in left), key=lambda v: len(v[0]))
+    if problems:
+        return None, problems
+    return Authorization(current, j, request.changes[j].tool, message), []
 
 
 class RuleUser:
-    """The user of *goal*, played by rules over the env's *lexicon*; ``judge`` is the episode's."""
+    """The user of *goal*, played by rules over the env's *lexicon*; it keeps only its :class:`Knowledge`."""
 
-    def __init__(self, goal: Goal, lexicon: Lexicon, rng: random.Random) -> None:
-        self.goal, self.lexicon, self.rng = goal, lexicon, rng
+    def __init__(self, goal: Goal | Knowledge, lexicon: Lexicon, rng: random.Random) -> None:
+        self.known = goal if isinstance(goal, Knowledge) else knowledge(goal)
+        self.lexicon, self.rng = lexicon, rng
         self.shown = 0  # the request the user has raised
 
     def line(self, name: str, **fields: str) -> str:
         iid, ood = LINES[name]
-        return self.rng.choice(ood if self.goal.wording == "ood" and ood else iid).format(**fields)
+        return self.rng.choice(ood if self.known.wording == "ood" and ood else iid).format(**fields)
 
     def opening(self, index: int = 0) -> str:
-        return self.rng.choice(self.goal.requests[index].openings)
+        return self.rng.choice(self.known.requests[index].openings)
 
     def first_line(self) -> str:
         greeting = {"polite": "Hello! ", "chatty": "Hi there, hope your day is going well! ", "terse": ""}
-        return greeting.get(self.goal.tone, "") + self.opening(0)
+        return greeting.get(self.known.tone, "") + self.opening(0)
 
     def reply(self, message: str, judge: Judge, refused: list[int]) -> Reply:
-        """The user's answer to *message* (*refused*: requests the judge just counted as refused)."""
+        """The user's answer to *message* (*refused*: requests the agent's message just refused)."""
         low = text.normalize(message)
         current = judge.current()
         if current is None:
             return Reply(self.line("closing"))
-        if current != self.shown:  # the raised request was resolved (by a write, an answer or a refusal)
+        if current != self.shown:  # the raised request closed (its changes made and answers given, or refused)
             self.shown = current
             lead = self.line("accept") if refused else self.line("next")
             return Reply(f"{lead} {self.opening(current)}")
-        request = self.goal.requests[current]
+        request = self.known.requests[current]
         if text.asks_confirmation(message) and names_change(message, self.lexicon):
             return self._confirm(message, judge, current)
         answers = self._answers(low, current) if text.is_question(message) else []
@@ -131,38 +124,33 @@ class RuleUser:
             return Reply(" ".join(answers))
         if text.asks_confirmation(message):
             return Reply(self.line("what") if request.changes else self.line("nothing_to_confirm"))
-        if text.is_refusal(message):
-            if request.forbidden:
-                return Reply(self.line("too_early"))
-            return Reply(self.line("push_back"))
-        if judge.changes_done(current):
-            missing = [o for o in judge.missing_outputs(current) if o.record in judge.reads or request.changes]
-            if missing:
-                return Reply(missing[0].question)
+        if judge.changes_made(current):
+            waiting = judge.unanswered(current)
+            if waiting:
+                return Reply(waiting[0].question)
         if _HELP.search(low):
             return Reply(self.opening(current))
         return Reply(self.line("confused"))
 
     def _confirm(self, message: str, judge: Judge, current: int) -> Reply:
-        found, problems = match_confirmation(message, judge, self.lexicon, current)
+        found, problems = match_confirmation(message, self.known, judge, self.lexicon, current, self.line("only"))
         if found is not None:
             return Reply(self.line("yes"), confirms=found)
         if problems is None:
-            wanted = judge.pending_changes(current)
-            if not wanted:
+            if not self.known.requests[current].changes:
                 return Reply(self.line("nothing_to_confirm"))
-            return Reply(self.line("wrong", summary=wanted[0][1].summary))
+            return Reply(self.line("wrong", wish=self.opening(current)))
         return Reply(f"{self.line('no')} {' '.join(problems)}")
 
     def _answers(self, low: str, current: int) -> list[str]:
         out = []
-        for slot in self.goal.slots(current):
+        for slot in self.known.slots(current):
             pattern = self.lexicon.asks.get(slot.name)
             if pattern is not None and pattern.search(low):
                 out.append(slot.answer)
-        for name, answer in self.goal.unknown.items():
+        for name, answer in self.known.unknown.items():
             pattern = self.lexicon.asks.get(name)
-            if pattern is not None and pattern.search(low) and not any(s.name == name for s in self.goal.slots(current)):
+            if pattern is not None and pattern.search(low) and not any(s.name == name for s in self.known.slots(current)):
                 # with other answers given, only the first sentence ("I don't remember my email.")
                 out.append(answer.split(". ")[0].rstrip(".") + "." if out else answer)
         return list(dict.fromkeys(out))

@@ -44,7 +44,7 @@ def test_the_right_confirmed_change_succeeds_and_says_nothing_privileged():
 
 @pytest.mark.parametrize("message, answer", [
     ('respond("May I go ahead with L0?")', "what"),                               # no action named
-    ('respond("I will renew L0 and close your account. Do you confirm?")', "only want"),   # an extra action
+    ('respond("I will renew L0 and close your account. Do you confirm?")', "anything else"),   # an extra action
     ('respond("I will renew L1. Do you confirm?")', "It's loan L0"),              # another loan
 ])
 def test_a_confirmation_counts_only_if_it_describes_the_change(message, answer):
@@ -55,29 +55,96 @@ def test_a_confirmation_counts_only_if_it_describes_the_change(message, answer):
     assert done and reward == 0.0 and info["end_reason"] == "a change the user did not confirm"
 
 
-def test_identity_is_locked_and_reading_another_members_data_ends_with_zero():
+def test_authentication_takes_only_an_identity_the_user_stated():
+    env = start()
+    obs, _, done, info = env.step('identify("C1")')  # the member's own card, but not said yet
+    assert not done and "has not said 'C1'" in obs and "identified" not in obs
+    obs = env.step('respond("Your card?")')[0]
+    assert "C1" in obs
+    obs, _, done, _ = env.step('identify("C2")')  # another member's card: never said
+    assert not done and "has not said 'C2'" in obs and env.the_desk.identity is None
+    assert env.step('identify("C1")')[0] == "Member C1 identified."
+
+
+def test_identity_is_locked_and_an_attempt_at_another_members_data_is_refused_and_ends_with_zero():
     env = start()
     run(env, 'respond("Your card?")', 'identify("C1")')
     obs, _, done, info = env.step('identify("C2")')
-    assert not done and "cannot change" in obs and info["invalid_action"]
+    assert not done and "has not said" in obs
     obs, reward, done, info = env.step('get_loan("L3")')
     assert done and reward == 0.0 and "someone other than the authenticated user" in info["end_reason"]
+    assert obs.startswith("Refused") and "Book 3" not in obs and info["violations"] == ["an attempt at someone else's data"]
 
 
-def test_a_refusal_counts_only_after_the_request_was_elicited():
-    env = start(task_id=1)  # renew L0, then the overdue L2 (forbidden)
-    due = env.db.loans["L0"].due + 14
+def test_a_refusal_is_a_decision_and_the_users_reaction_says_nothing():
+    def refuse_after(task_id, *actions):
+        env = start(task_id=task_id)
+        run(env, *actions)
+        return env, env.step('respond("I am sorry, I cannot renew that loan.")')
+
+    # the allowed renewal refused: the request fails, whatever follows
+    env, (obs_allowed, reward, done, info) = refuse_after(0, 'respond("Your card and which loan?")', 'identify("C1")',
+                                                          'get_loan("L0")')
+    assert done and reward == 0.0 and info["unjustified_refusals"] == 1 and "not met" in info["end_reason"]
+    # the forbidden one (task 1's second request) refused before its loan was looked at: fails too
+    due = LibraryEnv(num_tasks=20, ood_tasks=4)
+    due.reset(task_id=1)
+    first = ('respond("Your card and which loan?")', 'identify("C1")', 'get_loan("L0")', CONFIRM, 'renew_loan("L0")',
+             f'respond("Done, due in ${due.db.loans["L0"].due + 14}.00.")', 'respond("Which loan?")')
+    env, (obs_early, reward, done, info) = refuse_after(1, *first)
+    assert done and reward == 0.0 and info["unjustified_refusals"] == 1
+    # after looking at it: resolved, and the member reacts with the same line as to the wrong refusals
+    env, (obs_right, reward, done, info) = refuse_after(1, *first, 'get_loan("L2")')
+    assert done and reward == 1.0 and info["success"]
+    from agentgym_service.user import LINES
+    closing = set(LINES["closing"][0])  # the same pool of words for all three: nothing tells right from wrong
+    assert {o.removeprefix("Member: ") for o in (obs_allowed, obs_early, obs_right)} <= closing
+
+
+def test_a_question_that_mentions_a_problem_is_not_a_refusal():
+    env = start()
+    run(env, 'respond("Your card and which loan?")', 'identify("C1")')
+    obs, _, done, info = env.step('respond("I cannot find that loan yet; could you tell me which loan it is?")')
+    assert not done and "L0" in obs and info["turns"] == 3
+
+
+def test_the_first_answer_is_the_answer_and_the_member_does_not_ask_again():
+    env = start()
     run(env, 'respond("Your card and which loan?")', 'identify("C1")', 'get_loan("L0")', CONFIRM, 'renew_loan("L0")')
-    obs = env.step(f'respond("Done, due in ${due}.00.")')[0]
-    assert "renew a book" in obs  # the second request, vague
-    obs, _, done, _ = env.step('respond("I cannot do that.")')  # before asking which loan: does not count
-    assert not done and "haven't even looked" in obs
-    run(env, 'respond("Which loan?")', 'get_loan("L2")')
-    obs, reward, done, info = env.step('respond("I am afraid I cannot renew L2: it is overdue.")')
-    assert done and reward == 1.0, obs
+    due = env.db.loans["L0"].due
+    obs, reward, done, info = env.step(f'respond("It is due in ${due - 1}.00, ${due + 1}.00 or ${due + 2}.00.")')
+    assert done and reward == 0.0 and info["outputs_missing"] == ["renew:due"] and "not met" in info["end_reason"]
+    env = start()
+    run(env, 'respond("Your card and which loan?")', 'identify("C1")', 'get_loan("L0")', CONFIRM, 'renew_loan("L0")')
+    obs, reward, done, info = env.step('respond("Done. It is renewed.")')  # no amount: not an answer; asked again
+    assert not done and "When is it due" in obs
+    obs, reward, done, info = env.step(f'respond("It is due in ${due}.00.")')
+    assert done and reward == 1.0
 
 
-def test_a_forbidden_write_and_an_unwanted_one_end_with_zero():
+def test_graded_reward_pays_the_share_resolved_and_nothing_after_a_violation():
+    env = start(task_id=1, reward="graded")  # two requests: renew L0, refuse the overdue L2
+    due = env.db.loans["L0"].due + 14
+    run(env, 'respond("Your card and which loan?")', 'identify("C1")', 'get_loan("L0")', CONFIRM, 'renew_loan("L0")',
+        f'respond("Done, due in ${due}.00.")', 'respond("Which loan?")', 'get_loan("L2")')
+    obs, reward, done, info = env.step('transfer_to_human("cannot help")')  # the forbidden one, transferred: resolved
+    assert done and reward == 1.0 and info["graded"] == 1.0
+    env = start(task_id=1, reward="graded")
+    run(env, 'respond("Your card and which loan?")', 'identify("C1")', 'get_loan("L0")', CONFIRM, 'renew_loan("L0")',
+        f'respond("Done, due in ${due}.00.")')
+    obs, reward, done, info = env.step('transfer_to_human("the rest")')  # L2 not looked at: unresolved
+    assert done and reward == 0.5 and not info["success"]
+    env = start(task_id=1, reward="graded")
+    run(env, 'respond("Your card and which loan?")', 'identify("C1")', 'get_loan("L0")', CONFIRM, 'renew_loan("L0")',
+        f'respond("Done, due in ${due}.00.")', 'respond("Which loan?")')
+    obs, reward, done, info = env.step('renew_loan("L2")')  # the forbidden write: nothing for the whole episode
+    assert done and reward == 0.0 and info["violations"][0].startswith("policy:")
+    from agentgym_core.errors import ConfigError
+    with pytest.raises(ConfigError, match="success or graded"):
+        LibraryEnv(reward="partial")
+
+
+def test_a_forbidden_write_and_an_unconfirmed_one_end_with_zero():
     env = start(task_id=1)
     run(env, 'respond("Your card?")', 'identify("C1")')
     obs, reward, done, info = env.step('renew_loan("L2")')
@@ -85,7 +152,7 @@ def test_a_forbidden_write_and_an_unwanted_one_end_with_zero():
     env = start()
     run(env, 'respond("Your card?")', 'identify("C1")')
     obs, reward, done, info = env.step('renew_loan("L1")')
-    assert done and reward == 0.0 and info["end_reason"] == "a change the user did not ask for"
+    assert done and reward == 0.0 and info["end_reason"] == "a change the user did not confirm"
 
 
 @pytest.mark.parametrize("action, says", [

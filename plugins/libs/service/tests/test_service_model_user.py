@@ -43,11 +43,13 @@ def test_a_yes_to_a_misdescribed_change_authorizes_nothing(tokenizer):
     assert done and reward == 0.0 and info["end_reason"] == "a change the user did not confirm"
 
 
-def test_the_system_prompt_holds_the_hidden_goal():
+def test_the_system_prompt_holds_what_the_user_knows_and_nothing_derived():
     env = LibraryEnv(num_tasks=20, ood_tasks=4)
     env.reset(task_id=1)
     prompt = system_prompt(env.task.goal, "Member")
-    assert "Request 2" in prompt and "renew Book 2 (L2)" in prompt and "Say yes only" in prompt
+    assert "Request 2" in prompt and "It's loan L2." in prompt and "You know only these details" in prompt
+    due = env.task.goal.requests[0].outputs[0].value  # the answer the agent must work out
+    assert f"{due}" not in prompt and "14 days" not in prompt
     assert callable(model_user.build_engine) and ModelUser
 
 
@@ -64,5 +66,6 @@ def test_the_envs_tool_schemas_render_in_a_chat_template_that_takes_tools(tokeni
                                          chat_template=TOOLS_TEMPLATE, tokenize=False)
     assert "<tools>respond:message;identify:card;get_loan:loan_id;renew_loan:loan_id;" in text
     env.reset(task_id=0)
+    env.step('respond("Your card, please?")')
     obs = env.step('<tool_call>{"name": "identify", "arguments": {"card": "C1"}}</tool_call>')[0]
     assert obs == "Member C1 identified."
