@@ -1,4 +1,4 @@
-"""The ``fixed`` scheduler, ``success`` reward and ``cpu`` backend."""
+"""The ``fixed`` scheduler, ``success`` and ``env`` rewards and ``cpu`` backend."""
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -46,6 +46,22 @@ class SuccessReward(Reward):
         if rewards and trajectory.success:
             rewards[-1] = 1.0
         return rewards
+
+
+class EnvReward(Reward):
+    """The env's own reward of each step, as the env gave it (``Turn.env_reward``; 0 for a turn whose
+    action was not sent). For envs whose reward says more than success, such as the service envs'
+    ``env.reward: graded`` (the share of requests resolved)."""
+
+    @dataclass
+    class Config:
+        pass
+
+    def __init__(self, **options: Any) -> None:
+        self.config = config_from(self, options)
+
+    def __call__(self, trajectory: Any) -> list[float]:
+        return [float(turn.env_reward) for turn in trajectory.turns]
 
 
 class CPUBackend(Backend):

@@ -12,6 +12,8 @@ def register_schedulers(registry):
 def register_rewards(registry):
     registry.add("success", "agentgym_core.defaults.components:SuccessReward",
                  description="1 on the last turn of a successful episode, else 0")
+    registry.add("env", "agentgym_core.defaults.components:EnvReward",
+                 description="the env's own step rewards (e.g. a service env's env.reward: graded)")
 
 
 @hookimpl

@@ -51,3 +51,18 @@ def test_policy_blind_agents_win_nothing(name, refuse_first):
     assert sum(reward for reward, _, _ in runs) / len(runs) <= 0.05
     experts = importlib.import_module(f"agentgym_env_{name}.agents")
     assert all(play(env, t, experts.ExpertAgent())[0] == 1.0 for t in sample(env, "test", 7))  # graded 1 when solved
+
+
+def test_the_env_reward_trains_on_the_graded_reward():
+    from agentgym_core.defaults.components import EnvReward
+    from agentgym_core.plugins import get_plugin_manager
+    from agentgym_core.rollout.trajectory import Trajectory, Turn
+
+    assert get_plugin_manager().registry("rewards").get("env").load() is EnvReward
+    env = make("office", reward="graded")
+    task_id = sample(env, "test")[0]
+    experts = importlib.import_module("agentgym_env_office.agents")
+    _, _, steps = play(env, task_id, experts.ExpertAgent())
+    turns = [Turn(0, 0, "", a, o, env_reward=float(r)) for (a, o), r in zip(steps, [0.0] * (len(steps) - 1) + [0.5])]
+    episode = Trajectory("e", "office", task_id, 0, [], [], [], 0, turns)
+    assert EnvReward()(episode) == [0.0] * (len(steps) - 1) + [0.5]
