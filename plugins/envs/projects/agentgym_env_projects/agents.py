@@ -210,4 +210,7 @@ class MisdescribingExpert(Misdescribing, ExpertAgent):
     extra = "and delete the other tasks of the project"
 
     def other(self, summary: str) -> str:
-        return re.sub(r"T(\d+)", lambda m: f"T{int(m.group(1)) + 50}", summary)
+        moved = re.sub(r"T(\d+)", lambda m: f"T{int(m.group(1)) + 50}", summary)
+        if moved == summary:  # a new task without dependencies names no id: describe another length instead
+            moved = re.sub(r"(\d+) weeks?", lambda m: f"{int(m.group(1)) + 1} weeks", summary, count=1)
+        return moved
