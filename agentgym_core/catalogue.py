@@ -53,7 +53,7 @@ def _env(name: str, cls: str, experts: tuple[str, ...], system: str = "", **kw: 
 
 
 DISTRIBUTIONS: tuple[Distribution, ...] = (
-    Distribution("agentgym-core", ".", {"schedulers": ("fixed",), "rewards": ("success",), "backends": ("cpu",),
+    Distribution("agentgym-core", ".", {"schedulers": ("fixed",), "rewards": ("success", "env"), "backends": ("cpu",),
                                         "strategies": ("default",), "contexts": ("full", "window")}, requires=()),
     Distribution("agentgym-hf", "plugins/libs/hf"),
     Distribution("agentgym-engine-hf", "plugins/engines/hf", {"engines": ("hf",)},
@@ -68,6 +68,7 @@ DISTRIBUTIONS: tuple[Distribution, ...] = (
                  {"schedulers": ("scaling_inter", "linear", "adaptive")}),
     Distribution("agentgym-reward-shaping", "plugins/rewards/shaping",
                  {"rewards": ("format", "step_penalty", "decay", "normalize")}),
+    Distribution("agentgym-reward-judge", "plugins/rewards/judge", {"rewards": ("judge",)}),
     Distribution("agentgym-strategy-basic", "plugins/strategies/basic", {"strategies": ("plan", "reflect")}),
     Distribution("agentgym-external", "plugins/strategies/external",
                  {"strategies": ("external",), "commands": ("serve-policy",)}, extra="external"),

@@ -1,0 +1,264 @@
+"""The ``judge`` reward: an episode's score from a model judge, on the last turn, in [0, 1].
+
+``__call__(trajectory)`` is the reward interface core calls (one episode at a time, synchronously).
+:meth:`JudgeReward.score_batch` judges many episodes in one go (the requests of a step in flight
+together, or one engine batch) and is where group-relative judging happens (``mode: group``: the
+episodes of one GRPO group ranked against each other in one judge call); a caller that has the
+step's episodes calls it first, and ``__call__`` then returns what it found. A state check stays in
+charge: with ``combine: gate`` (the default where the env reports ``success``) an episode that
+failed it gets 0 and is not even shown to the judge. Each judged episode keeps the judge's raw
+answer in its last turn's ``info["judge"]``, so the trajectories written to the run carry it.
+"""
+from __future__ import annotations
+
+import warnings
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any, Optional
+
+from agentgym_core.components import Reward
+from agentgym_core.options import config_from, refuse_unknown_options
+
+from .cache import VerdictCache, cache_file, cache_key
+from .judges import JudgeSettings, LoopThread, make_judge
+from .prompt import Limits, absolute_messages, content_hash, episode_document, group_messages, new_fence, task_text
+from .rubric import load_rubric
+from .verdict import ParseFailure, parse_group_verdict, parse_verdict
+
+MODES = ("absolute", "group")
+COMBINES = ("auto", "gate", "none")
+
+
+@dataclass
+class JudgeConfig:
+    #: A shipped rubric's name (``satisfaction``, ``plan_completeness``), a YAML file, or a mapping.
+    rubric: Any = "satisfaction"
+    #: Which judge and how to ask it (see :class:`~.judges.JudgeSettings`).
+    judge: JudgeSettings = field(default_factory=JudgeSettings)
+    #: ``absolute`` (each episode alone) or ``group`` (a group's episodes ranked together; needs score_batch).
+    mode: str = "absolute"
+    #: ``trajectory`` or ``final_answer`` (None: the rubric's choice).
+    show: Optional[str] = None
+    #: ``gate``: judged only where the env's state check passed, else 0; ``none``: judged alone;
+    #: ``auto``: gate where the episode's last turn reports ``success``.
+    combine: str = "auto"
+    #: The reward of an episode whose verdict could not be parsed (counted in ``stats``).
+    parse_failure_reward: float = 0.0
+    #: The run directory whose ``judge/cache.jsonl`` holds the verdicts (None: the training run's, if any).
+    run_dir: Optional[str] = None
+    #: The cache file, if not the run directory's (neither: the cache lives in memory only).
+    cache_path: Optional[str] = None
+    #: Characters the judge reads of one turn, and of one episode.
+    turn_chars: int = 1500
+    episode_chars: int = 12000
+    #: A tokenizer (model folder or alias) to decode the episode's prompt with, so the judge sees the task.
+    tokenizer: Optional[str] = None
+    #: From Python: a function of the trajectory giving the task text (beats ``tokenizer``).
+    task: Any = None
+
+    def __post_init__(self) -> None:
+        from agentgym_core.config_schema import check_range
+
+        if isinstance(self.judge, dict):
+            refuse_unknown_options("judge reward: judge", JudgeSettings, self.judge)
+            self.judge = JudgeSettings(**self.judge)
+        for key, value, allowed in (("mode", self.mode, MODES), ("combine", self.combine, COMBINES),
+                                    ("show", self.show or "trajectory", ("trajectory", "final_answer"))):
+            if value not in allowed:
+                raise ValueError(f"rewards[].{key} must be one of {', '.join(allowed)}, got {value!r}")
+        check_range("rewards[].parse_failure_reward", self.parse_failure_reward, ge=0.0, le=1.0)
+        check_range("rewards[].turn_chars", self.turn_chars, ge=100)
+        check_range("rewards[].episode_chars", self.episode_chars, ge=self.turn_chars)
+        if self.task is not None and not callable(self.task):
+            raise ValueError(f"rewards[].task must be a function of the trajectory, got {type(self.task).__name__}")
+
+
+@dataclass
+class Judged:
+    """One episode's outcome: its reward and what goes into ``info["judge"]``."""
+
+    reward: float
+    info: dict[str, Any]
+
+
+class JudgeReward(Reward):
+    """A model judge's score of the episode against a rubric, mapped to [0, 1], on the last turn."""
+
+    Config = JudgeConfig
+
+    def __init__(self, **options: Any) -> None:
+        self.config = cfg = config_from(self, options)
+        self.rubric = load_rubric(cfg.rubric)
+        cfg.judge.require()
+        self.judge = make_judge(cfg.judge)  # nothing is loaded or connected before the first verdict
+        self.cache = VerdictCache(cache_file(cfg.run_dir, cfg.cache_path))  # see _open_cache
+        self.limits = Limits(cfg.turn_chars, cfg.episode_chars)
+        self.show = cfg.show or self.rubric.show
+        self.rubric_hash = self.rubric.digest()
+        #: Counters since construction: judged (asked), cache_hits, parse_failures, gated, skipped, tokens, seconds.
+        self.stats = dict.fromkeys(("episodes", "requests", "cache_hits", "parse_failures", "gated", "skipped",
+                                    "prompt_tokens", "completion_tokens"), 0) | {"judge_seconds": 0.0}
+        self._loop = LoopThread()
+        self._ready: dict[int, tuple[Any, Judged]] = {}
+        self._decode: Any = None
+        self._warned = False
+
+    # -- the reward interface -----------------------------------------------------------------
+    def __call__(self, trajectory: Any) -> list[float]:
+        rewards = [0.0] * len(trajectory.turns)
+        if not rewards:
+            return rewards
+        ready = self._ready.pop(id(trajectory), None)
+        if ready is None or ready[0] is not trajectory:
+            if self.config.mode == "group" and not self._warned:
+                self._warned = True
+                warnings.warn("judge reward (mode: group): the episodes reach the reward one at a time, so each is "
+                              "judged alone; call JudgeReward.score_batch(step's episodes) first to rank groups",
+                              stacklevel=2)
+            judged = self.score_batch([trajectory])[0]
+            self._ready.pop(id(trajectory), None)
+        else:
+            judged = ready[1]
+        rewards[-1] = judged.reward
+        return rewards
+
+    def close(self) -> None:
+        try:
+            self._loop.run(self.judge.aclose())
+        finally:
+            self._loop.stop()
+
+    # -- many episodes at once ----------------------------------------------------------------
+    def score_batch(self, trajectories: Sequence[Any]) -> list[Judged]:
+        """Judge *trajectories* together (absolute, or by group with ``mode: group``); each result is also
+        written to the episode's last turn (``info["judge"]``) and handed to the next ``__call__`` on it."""
+        self._open_cache()
+        self._ready.clear()  # results nobody asked for (keeps no trajectory alive past its step)
+        results: list[Optional[Judged]] = [None] * len(trajectories)
+        todo: list[tuple[int, dict[str, Any]]] = []
+        for i, traj in enumerate(trajectories):
+            self.stats["episodes"] += 1
+            skipped = self._not_judged(traj)
+            if skipped is not None:
+                results[i] = skipped
+            else:
+                todo.append((i, self._document(traj)))
+        groups: list[list[tuple[int, dict[str, Any]]]] = []
+        if self.config.mode == "group":
+            by_group: dict[Any, list[tuple[int, dict[str, Any]]]] = {}
+            for item in todo:
+                by_group.setdefault(trajectories[item[0]].group_id, []).append(item)
+            groups = [g for g in by_group.values() if len(g) > 1]
+            singles = [g[0] for g in by_group.values() if len(g) == 1]
+        else:
+            singles = todo
+        for i, judged in self._judge(singles, groups):
+            results[i] = judged
+        for traj, judged in zip(trajectories, results):
+            assert judged is not None
+            if traj.turns:
+                traj.turns[-1].info = {**(traj.turns[-1].info or {}), "judge": judged.info}
+            self._ready[id(traj)] = (traj, judged)
+        return results  # type: ignore[return-value]
+
+    def _open_cache(self) -> None:
+        """Follow the run directory: a training run starts (``on_run_start``) after its rewards are built."""
+        path = cache_file(self.config.run_dir, self.config.cache_path)
+        if path != self.cache.path:
+            self.cache = VerdictCache(path, known=self.cache.entries)
+
+    def _not_judged(self, traj: Any) -> Optional[Judged]:
+        """The outcome of an episode the judge does not see (None: it is to be judged)."""
+        base = {"rubric": self.rubric.name, "model": self.judge.name}
+        if not traj.turns or getattr(traj, "failed", False):
+            self.stats["skipped"] += 1
+            return Judged(0.0, {**base, "skipped": "failed episode" if traj.turns else "no turns"})
+        known = "success" in (traj.turns[-1].info or {})
+        gate = self.config.combine == "gate" or (self.config.combine == "auto" and known)
+        if gate and not bool(traj.success):
+            self.stats["gated"] += 1
+            return Judged(0.0, {**base, "gated": True, "success": False})
+        return None
+
+    def _document(self, traj: Any) -> dict[str, Any]:
+        cfg = self.config
+        task = cfg.task(traj) if cfg.task is not None else task_text(traj, self._decoder())
+        info = traj.turns[-1].info or {}
+        reference = info.get(self.rubric.reference) if self.rubric.reference else None
+        return episode_document(traj, show=self.show, limits=self.limits, task=task, reference=reference)
+
+    def _decoder(self) -> Any:
+        if self.config.tokenizer and self._decode is None:
+            from agentgym_hf.loading import load_tokenizer
+
+            tok = load_tokenizer(self.config.tokenizer)
+            self._decode = lambda ids: tok.decode(ids, skip_special_tokens=True)
+        return self._decode
+
+    def _judge(self, singles: list[tuple[int, dict[str, Any]]],
+               groups: list[list[tuple[int, dict[str, Any]]]]) -> list[tuple[int, Judged]]:
+        """Cached verdicts where there are some; one batch of judge requests for the rest."""
+        jobs: list[tuple[str, list[tuple[int, dict[str, Any]]]]] = []
+        for item in singles:
+            jobs.append(("absolute", [item]))
+        for group in groups:
+            jobs.append(("group", group))
+        out: list[tuple[int, Judged]] = []
+        asks: dict[str, tuple[str, list[tuple[int, dict[str, Any]]], list[dict[str, str]]]] = {}
+        waiting: list[tuple[str, list[tuple[int, dict[str, Any]]]]] = []
+        for mode, members in jobs:
+            docs = [d for _, d in members]
+            key = cache_key(self.judge.name, self.rubric_hash, content_hash(mode, docs))
+            if self.cache.get(key) is None and key not in asks:
+                fence = new_fence()
+                messages = absolute_messages(self.rubric, docs[0], fence) if mode == "absolute" else \
+                    group_messages(self.rubric, docs, fence)
+                asks[key] = (mode, members, messages)
+            waiting.append((key, members))
+        if asks:
+            answers = self._loop.run(self.judge.ask_many([m for _, _, m in asks.values()]))
+            failed = [a for a in answers if isinstance(a, BaseException)]
+            self.stats["requests"] += len(answers)
+            for (key, (mode, members, _)), answer in zip(asks.items(), answers):
+                if isinstance(answer, BaseException):
+                    continue  # the verdicts that came are cached; the first failure is raised below
+                self.stats["prompt_tokens"] += answer.prompt_tokens
+                self.stats["completion_tokens"] += answer.completion_tokens
+                self.stats["judge_seconds"] += answer.seconds
+                self.cache.put(key, self._verdict(mode, len(members), answer))
+            if failed:
+                raise failed[0]
+        fresh = set(asks)
+        for key, members in waiting:
+            entry = self.cache.get(key)
+            assert entry is not None
+            if key not in fresh:
+                self.stats["cache_hits"] += 1
+            if not entry["parsed"]:
+                self.stats["parse_failures"] += 1
+            for k, (i, _) in enumerate(members):
+                out.append((i, self._outcome(entry, k, cached=key not in fresh)))
+        return out
+
+    def _verdict(self, mode: str, size: int, answer: Any) -> dict[str, Any]:
+        """The cache entry for one answer: the parsed scores, or why it could not be parsed."""
+        entry: dict[str, Any] = {"model": self.judge.name, "rubric": self.rubric.name, "rubric_hash": self.rubric_hash,
+                                 "mode": mode, "raw": answer.text, "prompt_tokens": answer.prompt_tokens,
+                                 "completion_tokens": answer.completion_tokens, "seconds": round(answer.seconds, 4)}
+        try:
+            verdict = parse_verdict(answer.text, self.rubric.scale) if mode == "absolute" else \
+                parse_group_verdict(answer.text, self.rubric.scale, size)
+        except ParseFailure as exc:
+            return {**entry, "parsed": False, "error": str(exc)}
+        return {**entry, "parsed": True, "scores": list(verdict.scores), "reason": verdict.reason}
+
+    def _outcome(self, entry: dict[str, Any], k: int, *, cached: bool) -> Judged:
+        info = {"rubric": entry["rubric"], "model": entry["model"], "mode": entry["mode"], "raw": entry["raw"],
+                "parsed": entry["parsed"], "cached": cached}
+        if not entry["parsed"]:
+            reward = float(self.config.parse_failure_reward)
+            return Judged(reward, {**info, "error": entry["error"], "reward": reward})
+        score = int(entry["scores"][k])
+        reward = self.rubric.reward(score)
+        return Judged(reward, {**info, "score": score, "reward": reward, "reason": entry.get("reason", "")})
+

@@ -1,0 +1,63 @@
+"""Judges on our own models: the hf engine plugin loaded from a model folder, a ready engine, and the
+OpenAI-compatible endpoint of ``agentgym serve-policy`` (agentgym-external) in front of a tiny model."""
+import time
+
+import pytest
+
+pytest.importorskip("agentgym_engine_hf")
+
+from agentgym_core.testing import ScriptedEngine  # noqa: E402
+from agentgym_reward_judge.reward import JudgeReward  # noqa: E402
+
+
+def test_a_ready_engine_judges_in_one_batch(hf_tokenizer, kit):
+    engine = ScriptedEngine(hf_tokenizer, lambda prompt, n: '{"score": 5, "reason": "good"}' if "solved" in prompt
+                            else "Score: 2")
+    r = JudgeReward(judge={"kind": "engine", "engine": engine}, combine="none")
+    trajs = [kit.episode("solved it", eid="a"), kit.episode("gave up", eid="b"), kit.episode("x", success=False)]
+    assert [j.reward for j in r.score_batch(trajs)] == [1.0, 0.25, 0.25]
+    assert len(engine.prompts) == 3 and r.stats["prompt_tokens"] == sum(map(len, engine.prompts))
+    text = hf_tokenizer.decode(engine.prompts[0])
+    assert "Rubric: satisfaction" in text and "<<<DATA " in text and "solved it" in text
+    assert r(kit.episode("solved it", eid="a")) == [1.0] and len(engine.prompts) == 3  # cached
+    r.close()
+
+
+def test_the_hf_engine_judges_with_any_model_folder(hf_tiny_model_dir, kit):
+    """A tiny random model writes no verdict: every answer is a counted parse failure, never a crash or a guess."""
+    r = JudgeReward(judge={"kind": "engine", "model": str(hf_tiny_model_dir), "dtype": "fp32", "max_tokens": 8,
+                           "engine_options": {"threads": 1}}, combine="none")
+    started = time.perf_counter()
+    results = r.score_batch([kit.episode(f"reply {k}", eid=f"e{k}") for k in range(3)])
+    elapsed = time.perf_counter() - started
+    assert [j.reward for j in results] == [0.0] * 3 and r.stats["parse_failures"] == 3
+    assert all(isinstance(j.info["raw"], str) for j in results) and r.stats["requests"] == 3
+    assert 0 < r.stats["completion_tokens"] <= 3 * 8 and r.stats["prompt_tokens"] > 3 * 300
+    print(f"hf judge, tiny model: {elapsed:.2f} s for 3 episodes, {r.stats['prompt_tokens'] / 3:.0f} prompt tokens each")
+    r.close()
+
+
+def test_judging_through_serve_policy(hf_tiny_model_dir, kit, monkeypatch):
+    pytest.importorskip("agentgym_external", reason="agentgym-external (serve-policy) is not installed")
+    import torch
+    from agentgym_engine_hf.engine import HFEngine
+    from agentgym_external.serve_cmd import standalone_server
+
+    torch.set_num_threads(1)
+    engine = HFEngine(str(hf_tiny_model_dir), dtype="fp32")
+    server = standalone_server(engine, None, secret="k3y", traces=None, max_new_tokens=16, max_context=4096,
+                               model_name="tiny-judge", host="127.0.0.1", port=0)
+    server.start()
+    monkeypatch.setenv("TINY_JUDGE_KEY", "k3y:judge")
+    try:
+        r = JudgeReward(judge={"url": f"{server.url}/v1", "model": "tiny-judge", "api_key_env": "TINY_JUDGE_KEY",
+                               "max_tokens": 8}, combine="none")
+        traj = kit.episode("cancel order 7")
+        assert r(traj) == [0.0]                          # a random model's answer: a parse failure, counted
+        info = traj.turns[-1].info["judge"]
+        assert info["parsed"] is False and isinstance(info["raw"], str) and r.stats["parse_failures"] == 1
+        assert r.stats["completion_tokens"] > 0 and r.stats["prompt_tokens"] > 300
+        r.close()
+    finally:
+        server.stop()
+        engine.close()
