@@ -13,7 +13,7 @@ def test_plugins_json_lists_internal_defaults(run_cli):
     plugins = {p["name"]: p for p in json.loads(res.stdout)}
     core = plugins["core"]
     assert core["internal"] and core["distribution"] == "agentgym-core"
-    assert core["registered"] == {"rewards": ["success"], "schedulers": ["fixed"], "backends": ["cpu"],
+    assert core["registered"] == {"rewards": ["env", "success"], "schedulers": ["fixed"], "backends": ["cpu"],
                                   "strategies": ["default"], "contexts": ["full", "window"],
                                   "commands": ["config", "demos", "env", "eval", "list", "new", "plugins", "rollout",
                                                "train"]}

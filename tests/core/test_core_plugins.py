@@ -15,7 +15,7 @@ def test_internal_defaults(plugin_manager):
     core = plugin_manager.plugins["core"]
     assert core.internal and core.distribution == "agentgym-core"
     assert plugin_manager.registry("schedulers").names() == ["fixed"]
-    assert plugin_manager.registry("rewards").names() == ["success"]
+    assert plugin_manager.registry("rewards").names() == ["env", "success"]
     assert plugin_manager.registry("backends").names() == ["cpu"]
 
 
