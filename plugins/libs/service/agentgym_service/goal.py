@@ -12,6 +12,8 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from .text import has, normalize
+
 
 @dataclass(frozen=True)
 class Slot:
@@ -158,27 +160,12 @@ class Knowledge:
         return self.identity + (self.requests[index].slots if index is not None else ())
 
 
-def _norm(text: str) -> str:
-    return " ".join(str(text).replace("\u2019", "'").lower().split())
-
-
-def _says(text: str, phrase: str) -> bool:
-    phrase = _norm(phrase)
-    start = text.find(phrase) if phrase else -1
-    while start >= 0:
-        end = start + len(phrase)
-        if (start == 0 or not text[start - 1].isalnum()) and (end == len(text) or not text[end].isalnum()):
-            return True
-        start = text.find(phrase, start + 1)
-    return False
-
-
 def own_words(goal: Goal, index: int) -> str:
     """What the user of *goal* says of request *index* itself: the request's openings and details (not its
     identity: that the user's own name is in an email does not tell it who owns an action item)."""
     request = goal.requests[index]
     parts = list(request.openings) + [s.answer for s in request.slots] + [s.value for s in request.slots]
-    return _norm(" | ".join(parts))
+    return normalize(" | ".join(parts))
 
 
 def knowledge(goal: Goal) -> Knowledge:
@@ -189,15 +176,15 @@ def knowledge(goal: Goal) -> Knowledge:
         words = own_words(goal, index)
         texts.append(words)
         changes = tuple(KnownChange(
-            c.tool, tuple(m for m in c.mentions if any(_says(words, p) for p in m.phrases)),
-            {kind: ids for kind, ids in c.entities.items() if ids and all(_says(words, i) for i in ids)})
+            c.tool, tuple(m for m in c.mentions if any(has(words, p) for p in m.phrases)),
+            {kind: ids for kind, ids in c.entities.items() if ids and all(has(words, i) for i in ids)})
             for c in request.changes)
         outputs = tuple(KnownOutput(o.label, o.kind, o.question, o.vocabulary) for o in request.outputs)
         requests.append(KnownRequest(request.kind, request.openings, request.slots, changes, outputs,
                                      bool(request.changes) or request.forbidden is not None))
     mine = [s.answer for s in goal.identity] + [s.value for s in goal.identity] + [goal.name]
     return Knowledge(goal.name, goal.identity, tuple(requests), dict(goal.unknown), goal.tone, goal.wording,
-                     " | ".join(texts + [_norm(" | ".join(mine + list(goal.unknown.values())))]))
+                     " | ".join(texts + [normalize(" | ".join(mine + list(goal.unknown.values())))]))
 
 
 def derived_values(goal: Goal, lexicon: "Lexicon") -> set[str]:
@@ -208,17 +195,17 @@ def derived_values(goal: Goal, lexicon: "Lexicon") -> set[str]:
     known, said = mine.text, set()
     for request in mine.requests:  # what the user may say: its known mentions, whole (a full name for a first name)
         for change in request.changes:
-            said.update(_norm(p) for m in change.mentions for p in m.phrases)
-            said.update(_norm(i) for ids in change.entities.values() for i in ids)
+            said.update(normalize(p) for m in change.mentions for p in m.phrases)
+            said.update(normalize(i) for ids in change.entities.values() for i in ids)
     out: set[str] = set()
     for request in goal.requests:
         for change in request.changes:
-            out.update(_norm(p) for m in change.mentions for p in m.phrases)
-            out.update(_norm(i) for ids in change.entities.values() for i in ids)
+            out.update(normalize(p) for m in change.mentions for p in m.phrases)
+            out.update(normalize(i) for ids in change.entities.values() for i in ids)
         for output in request.outputs:
             if output.kind != "choice":  # a choice's values are a vocabulary everyone knows ("shipped")
-                out.add(_norm(f"{output.value:.2f}" if output.kind == "amount" else output.value))
-    return {v for v in out - said if v and not _says(known, v)}
+                out.add(normalize(f"{output.value:.2f}" if output.kind == "amount" else output.value))
+    return {v for v in out - said if v and not has(known, v)}
 
 
 @dataclass(frozen=True)
