@@ -14,6 +14,12 @@ A call inside prose (``Sure, I will not call cancel_order(...)``) is never run, 
 ``Action:`` lines or several calls are refused, and so is text after the call. The action is
 capped at ``max_chars``; the scanner reads each character once (no backtracking regex), so a
 hostile action costs time proportional to its length, not more.
+
+Values are typed the same in both forms: a bare number (``12345``, ``1.5``) or ``true``/``false`` in
+a text call is a number or a boolean, as in JSON. A string argument takes a string only (quoted, or
+bare text such as ``#W1234`` or ``2026-03-02``); a number, boolean, null, list or object there is
+refused with one message in either form (``respond: message must be a string, got the number
+12345; quote it: message="12345"``), the raw text of a one-string tool included.
 """
 from __future__ import annotations
 
@@ -91,20 +97,21 @@ def _text_call(text: str, tools: ToolSet) -> Call:
         raise CallError(f"{_clip(text)} is not a tool call. Write one tool call, {_example(tools)}; to talk to the "
                         f"user, respond(\"...\"). Tools: {', '.join(tools.names())}")
     tool = _tool(name.group(0), tools)
+    positional: list[Any] = []
     keywords: dict[str, Any] = {}
     try:
         positional, keywords, end = _Scanner(text, j + 1).arguments()
-        args = bind(tool, positional, keywords)
+        if len(positional) > 1 or not tool.params:
+            bind(tool, positional, keywords)
     except CallError:  # a one-string tool takes unquoted text with commas and quotes: respond(Hi, "you")
         if len(tool.params) != 1 or tool.params[0].type != "string" or keywords:
             raise
         positional, keywords, end = _raw_argument(text, j + 1, tool)
-        args = bind(tool, positional, keywords)
     rest = text[end:].strip().rstrip(";.").strip()
     if rest:
         raise CallError(f"write only the call: {_clip(rest)} follows {tool.name}(...). One action per turn, "
                         "nothing after it")
-    return Call(tool.name, args, "text")
+    return Call(tool.name, bind(tool, positional, keywords), "text")
 
 
 def _raw_argument(text: str, start: int, tool: Tool) -> tuple[list[Any], dict[str, Any], int]:
@@ -119,7 +126,25 @@ def _raw_argument(text: str, start: int, tool: Tool) -> tuple[list[Any], dict[st
         value = value[len(key):].lstrip()[1:].strip()
     if len(value) >= 2 and value[0] == value[-1] and value[0] in "\"'":
         value = value[1:-1]
+    elif value[:1] in "[{" or _literal(value) is not value:  # a list, an object, a number: not text
+        try:
+            parsed = json.loads(value) if value[:1] in "[{" else _literal(value)
+        except (ValueError, RecursionError):
+            parsed = value
+        if not isinstance(parsed, str):
+            _check(tool, tool.params[0], parsed)  # refuses it as a JSON call's value is refused
     return [value], {}, end + 1
+
+
+_NUMBER = re.compile(r"-?(?:\d+(?:\.\d*)?|\.\d+)")
+_BOOLEANS = {"true": True, "false": False}
+
+
+def _literal(token: str) -> Any:
+    """A bare token of a text call as Python and JSON read it: a number or a boolean, else the text."""
+    if _NUMBER.fullmatch(token):
+        return float(token) if "." in token else int(token)
+    return _BOOLEANS.get(token.lower(), token)
 
 
 def _call_inside(text: str, tools: ToolSet) -> str | None:
@@ -209,7 +234,7 @@ class _Scanner:
         value = self.s[start:self.i].strip()
         if not value:
             raise CallError(f"an argument is empty at character {start}")
-        return value
+        return _literal(value)
 
     def _string(self, quote: str) -> str:
         self.i += 1
@@ -309,15 +334,19 @@ def _check(tool: Tool, param: Any, value: Any) -> Any:
         if isinstance(value, str) and value.strip().lstrip("-").isdigit() and len(value.strip()) < 10:
             return int(value)
         raise CallError(f"{where} must be a whole number, got {_kind(value)}")
-    if isinstance(value, bool) or not isinstance(value, (str, int, float)):
-        raise CallError(f"{where} must be a string, got {_kind(value)}")
-    text = value.strip() if isinstance(value, str) else repr(value)
+    if not isinstance(value, str):  # a number, boolean, null, list or object: alike in both call forms
+        number = isinstance(value, (int, float)) and not isinstance(value, bool)
+        fix = f'; quote it: {param.name}="{value}"' if number else ""
+        raise CallError(f"{where} must be a string, got {_kind(value)}{fix}")
+    text = value.strip()
     if param.enum and text.lower() not in param.enum:
         raise CallError(f"{where} must be one of {', '.join(map(repr, param.enum))}, got {_clip(text, 40)}")
     return text.lower() if param.enum else text
 
 
 def _kind(value: Any) -> str:
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        return f"the number {str(value)[:30]}"
     return {dict: "an object", list: "a list", bool: "a boolean", type(None): "null"}.get(type(value), _clip(str(value), 30))
 
 

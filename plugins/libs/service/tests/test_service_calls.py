@@ -45,6 +45,26 @@ def test_lists_enums_and_loose_respond():
     assert parse_call('respond("It\'s \\"fine\\"")', SHOP).args["message"] == 'It\'s "fine"'
 
 
+@pytest.mark.parametrize("value, kind", [
+    ("12345", "the number 12345"), ("1.5", "the number 1.5"), ('{"a": 1}', "an object"), ('["a"]', "a list"),
+    ("true", "a boolean"),
+])
+def test_wrong_type_refused_alike_in_both_forms(value, kind):
+    """A string argument given a number, object, list or boolean is refused with one message, whether the
+    call is text (keyword, positional, or a one-string tool's raw text) or JSON (issue 36 item 7)."""
+    messages = set()
+    for action in (f"respond(message={value})", f"respond({value})",
+                   f'{{"name": "respond", "arguments": {{"message": {value}}}}}',
+                   f"get_order(order_id={value})", f'{{"name": "get_order", "arguments": {{"order_id": {value}}}}}'):
+        with pytest.raises(CallError) as err:
+            parse_call(action, SHOP)
+        assert f"must be a string, got {kind}" in str(err.value), action
+        messages.add(str(err.value))
+    assert len(messages) == 2  # one for respond's message, one for get_order's order_id
+    # quoted, the same characters are text
+    assert parse_call(f"respond(message={value!r})", SHOP).args == {"message": value}
+
+
 @pytest.mark.parametrize("action, says", [
     ("", "empty"), ("hello there", "is not a tool call"), ("get_order", "needs its arguments in parentheses"),
     ("get_ordr(1)", "Did you mean get_order?"), ("get_order(id=1)", "has no argument 'id'"),
