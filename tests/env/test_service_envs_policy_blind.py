@@ -66,3 +66,31 @@ def test_the_env_reward_trains_on_the_graded_reward():
     turns = [Turn(0, 0, "", a, o, env_reward=float(r)) for (a, o), r in zip(steps, [0.0] * (len(steps) - 1) + [0.5])]
     episode = Trajectory("e", "office", task_id, 0, [], [], [], 0, turns)
     assert EnvReward()(episode) == [0.0] * (len(steps) - 1) + [0.5]
+
+
+def test_authentication_takes_only_the_users_own_details():
+    """A zip the customer said as a shipping address is refused for find_customer (another customer of the same
+    name may live there: bench/service_loopholes.py's impostor found one and read their profile before this rule),
+    while their own zip is accepted."""
+    import re
+
+    env = make("ecommerce")
+    tried = 0
+    for task_id in env.splits()["test"]:
+        env.reset(task_id=task_id)
+        goal = env.task.goal
+        own = {s.name: s.value for s in goal.identity}
+        said, _, _, _ = env.step('respond("Hello! Please tell me your name, zip code and everything about your request,'
+                                 ' the new address too.")')
+        others = [z for z in re.findall(r"\b\d{5}\b", said) if z != own.get("zip")]
+        if not others or goal.name not in said or own.get("zip") not in said:
+            continue
+        obs, _, done, info = env.step(f'find_customer(name="{goal.name}", zip="{others[0]}")')
+        assert obs.startswith(f"Not authenticated: the customer did not give '{others[0]}' as their own zip"), obs
+        assert not done and "Found customer" not in obs
+        obs, _, _, _ = env.step(f'find_customer(name="{goal.name}", zip="{own["zip"]}")')
+        assert obs.startswith("Found customer"), obs
+        tried += 1
+        if tried == 5:
+            break
+    assert tried == 5

@@ -6,8 +6,8 @@ episode: one tool call per step (:mod:`.calls`), the user's replies (:mod:`.user
 The guards every env gets: a write must be a change the user said yes to, described in the
 confirmation, and allowed by the policy (else reward 0, the episode ends); the user knows only
 what a user knows (:class:`~.goal.Knowledge`), so a wrongly derived change is made as confirmed
-and fails at the end; authentication accepts only an identity the user stated in this
-conversation, and the identity is locked once set; an attempt at another person's data is
+and fails at the end; authentication accepts only the user's own details, as the user stated
+them in this conversation (not a shipping zip, not a colleague's name), and the identity is locked once set; an attempt at another person's data is
 refused and ends the episode with 0; a refusal is a decision (it fails an allowed request);
 malformed input is an error observation. Success: every request resolved as the policy
 resolves it and the final database equal to the goal database. ``reward: graded`` pays the
@@ -271,6 +271,13 @@ class ServiceEnv(BaseEnv):
         if unsaid:
             raise ToolError(f"Not authenticated: the {self.speaker.lower()} has not said {unsaid[0][:80]!r} in this "
                             f"conversation. Authenticate only with the details they give you themselves; ask them.")
+        goal = self.task.goal
+        own = {text.normalize(v) for v in (goal.name, *(s.value for s in goal.identity))}
+        other = [(k, str(v)) for k, v in call.args.items() if str(v).strip() and text.normalize(str(v)) not in own]
+        if other:  # said, but not about themselves (a shipping zip, a colleague's name): it would find someone else
+            key, value = other[0]
+            raise ToolError(f"Not authenticated: the {self.speaker.lower()} did not give {value[:80]!r} as their own "
+                            f"{key}. Authenticate with the details they give about themselves; ask them.")
         before = desk.identity
         desk.identity = None
         try:
