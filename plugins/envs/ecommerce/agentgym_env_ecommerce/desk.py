@@ -85,6 +85,13 @@ class StoreDesk(Desk):
                                "looked at.")
         return order
 
+    def _unread(self, order: Order) -> str | None:
+        """Policy 3: an order is looked up (get_order) before it is changed; its status decides what may be done."""
+        if f"order:{order.order_id}" not in self.reads:
+            return (f"{order.order_id} was changed without being looked up first; policy: read an order with get_order "
+                    "before changing it (its status decides what may be done)")
+        return None
+
     def get_order(self, order_id: str) -> str:
         order = self._order(order_id)
         self.saw(f"order:{order.order_id}")
@@ -174,18 +181,19 @@ class StoreDesk(Desk):
 
     def check_cancel_order(self, order_id: str, reason: str) -> tuple[dict, str | None]:
         order = self._order(order_id)
-        return {"order_id": order.order_id, "reason": reason_key(reason)}, policy.check_cancel(order)
+        return {"order_id": order.order_id, "reason": reason_key(reason)}, self._unread(order) or policy.check_cancel(order)
 
     def check_modify_address(self, order_id: str, address: str) -> tuple[dict, str | None]:
         order = self._order(order_id)
         if not re.search(r"\d", address):
             raise ToolError('address needs a street number and zip, e.g. "12 Oak St, Springfield, 62704".', invalid=True)
-        return {"order_id": order.order_id, "address": address_key(address)}, policy.check_modify(order)
+        return {"order_id": order.order_id, "address": address_key(address)}, (self._unread(order)
+                                                                                or policy.check_modify(order))
 
     def check_modify_payment(self, order_id: str, payment_method_id: str) -> tuple[dict, str | None]:
         order = self._order(order_id)
         method = self._method(payment_method_id)
-        rule = policy.check_modify(order)
+        rule = self._unread(order) or policy.check_modify(order)
         if rule is None:
             if method == order.payment_method_id:
                 raise ToolError(f"{order.order_id} is already paid with {method}.", invalid=True)
@@ -200,7 +208,7 @@ class StoreDesk(Desk):
         olds = [a for a, _ in pairs]
         rule = (policy.check_modify(order, items=True) if pending else
                 policy.check_delivered_items(order, olds, self.catalog, "exchanged"))
-        rule = rule or policy.check_same_product(pairs, self.catalog)
+        rule = self._unread(order) or rule or policy.check_same_product(pairs, self.catalog)
         if rule is None:
             self._options(pairs)
             self._balance(method, self.price_difference(order, pairs))
@@ -219,7 +227,7 @@ class StoreDesk(Desk):
         order = self._order(order_id)
         items = self._items(order, item_ids)
         method = self._method(payment_method_id)
-        rule = (policy.check_delivered_items(order, items, self.catalog, "returned")
+        rule = (self._unread(order) or policy.check_delivered_items(order, items, self.catalog, "returned")
                 or policy.check_refund_method(order, self._customer(), method))
         return {"order_id": order.order_id, "item_ids": items, "payment_method_id": method}, rule
 

@@ -18,7 +18,7 @@ Policy:
 never look at another customer's profile or orders (that ends the conversation). The identity cannot change later.
 2. Before each change, describe it exactly (the action, the order, the items and new options, the address or the \
 payment method) and ask the customer to confirm; make only the change they said yes to. One change per confirmation.
-3. Pending orders: cancel (reason "{CANCEL_REASONS[0]}" or "{CANCEL_REASONS[1]}"; the total is refunded to the \
+3. Look an order up with get_order before changing it: its status decides what may be done. Pending orders: cancel (reason "{CANCEL_REASONS[0]}" or "{CANCEL_REASONS[1]}"; the total is refunded to the \
 original payment method), or change the address, the payment method, or item options (same product, in stock, once).
 4. Shipped, delivered or cancelled orders cannot be cancelled or changed.
 5. Delivered items: return or exchange within {RETURN_DAYS} days of delivery, never final-sale items. Refund to the \
