@@ -156,6 +156,21 @@ def test_authentication_takes_only_the_identity_the_customer_gave_and_locks_it(e
     assert done and reward == 0.0 and "someone other" in info["end_reason"] and others[0].name not in obs
 
 
+def test_an_order_changed_without_being_looked_up_ends_at_zero(env):
+    """Policy rule 3: the expert's own episode with its get_order calls left out (the user answers alike)
+    ends at its first write, with 0 and the rule named; with them, the same episode solves the task."""
+    task_id = first_task(env, "cancel")
+    reward, info, steps = play(env, task_id, ExpertAgent())
+    assert reward == 1.0 and any(a.startswith("get_order(") for a, _ in steps)
+    env.reset(task_id=task_id)
+    for action in [a for a, _ in steps if not a.startswith("get_order(")]:
+        obs, reward, done, info = env.step(action)
+        if done:
+            break
+    assert done and reward == 0.0 and not info["success"]
+    assert action.startswith("cancel_order(") and "get_order" in info["end_reason"], (action, info["end_reason"])
+
+
 def test_a_refusal_before_looking_fails_the_forbidden_request(env):
     task_id = first_task(env, "forbidden")
     obs, reward, done, info = env.step(respond("I'm sorry, I cannot do that."))
