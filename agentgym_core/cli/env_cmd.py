@@ -34,12 +34,21 @@ def _options(raw: str | None) -> dict:
 @click.option("--token", default=None, envvar="AGENTGYM_ENV_TOKEN", help="Require 'Authorization: Bearer TOKEN'.")
 @click.option("--ttl", default=600.0, show_default=True, type=float, help="Close sessions idle this many seconds (0: never).")
 @click.option("--max-body", default=1 << 20, show_default=True, type=click.IntRange(min=64), help="Largest request body in bytes.")
-@click.option("--workers", default=64, show_default=True, type=click.IntRange(min=1), help="Threads running env code.")
+@click.option("--max-batch-ops", default=256, show_default=True, type=click.IntRange(min=1),
+              help="Most ops in one POST /batch (413 above).")
+@click.option("--max-batch-bytes", default=1 << 20, show_default=True, type=click.IntRange(min=64),
+              help="Largest POST /batch body in bytes (413 above; --max-body applies too).")
+@click.option("--workers", default=64, show_default=True, type=click.IntRange(min=1),
+              help="Most threads running env code at once.")
+@click.option("--adapt-workers/--fixed-workers", default=True, show_default=True,
+              help="Run only as many env calls at once as pay off (fewer while env code keeps a core busy), "
+                   "or always --workers.")
 @click.option("--options", "options_json", default=None, help="JSON object of env options (constructor keywords).")
 @click.option("--exit-with-parent", type=int, default=None, hidden=True, help="Stop when this parent process is gone.")
 @click.option("--log-level", default="warning", show_default=True, help="uvicorn log level.")
 def serve(name: str, host: str, port: int, max_sessions: int, token: str | None, ttl: float, max_body: int,
-          workers: int, options_json: str | None, exit_with_parent: int | None, log_level: str) -> None:
+          max_batch_ops: int, max_batch_bytes: int, workers: int, adapt_workers: bool, options_json: str | None,
+          exit_with_parent: int | None, log_level: str) -> None:
     """Serve env NAME (a registered name or module:Class) over HTTP; see docs/envs.md."""
     from agentgym_core.env.server import ServerSettings
     from agentgym_core.env.host import build_env_server, run_server
@@ -47,7 +56,9 @@ def serve(name: str, host: str, port: int, max_sessions: int, token: str | None,
     if host not in ("127.0.0.1", "localhost", "::1") and not token:
         click.secho(f"warning: serving on {host} without --token: anyone who can reach this port can use it",
                     fg="yellow", err=True)
-    settings = ServerSettings(max_sessions=max_sessions, token=token or None, ttl=ttl, max_body=max_body, workers=workers)
+    settings = ServerSettings(max_sessions=max_sessions, token=token or None, ttl=ttl, max_body=max_body,
+                              max_batch_ops=max_batch_ops, max_batch_bytes=max_batch_bytes, workers=workers,
+                              adapt_workers=adapt_workers)
     server = build_env_server(name, _options(options_json), settings=settings)
 
     def ready(url: str) -> None:

@@ -11,6 +11,10 @@ _ERROR = {
         "error": {"type": "string", "description": "What went wrong and how to fix it."},
         "session": {"type": "string", "enum": ["open"]},
         "needs_reset": {"type": "boolean"},
+        "limit": {"type": "integer", "description": "413: the cap the request is over (bytes or ops)."},
+        "received": {"type": "integer", "description": "413: what the request carried (bytes read, or ops)."},
+        "setting": {"type": "string", "description": "413: the ServerSettings field of the cap."},
+        "flag": {"type": "string", "description": "413: the agentgym env serve flag that raises the cap."},
     },
 }
 _STEP_RESULT = {
@@ -47,7 +51,8 @@ def _errors(*codes: int) -> dict[str, Any]:
         401: "Missing or wrong bearer token.",
         404: "Unknown session id.",
         409: "No episode running (reset first) or a step seq older than the last applied one.",
-        413: "Body larger than the server limit.",
+        413: "Body larger than the server's cap (--max-body; for /batch also --max-batch-bytes), or a /batch "
+             "with more ops than --max-batch-ops; the body names the cap, what came and the flag.",
         422: "Body has the wrong shape or field types, or data_idx is in no split of the env.",
         429: "Session cap reached.",
         500: "The env raised; the session stays open and needs a reset.",
@@ -65,9 +70,11 @@ def _post(summary: str, body: dict[str, Any] | None, ok: dict[str, Any], *codes:
     return {"post": op}
 
 
-def openapi_schema(env_name: str, version: str | None = None, data_idx: dict[str, Any] | None = None) -> dict[str, Any]:
+def openapi_schema(env_name: str, version: str | None = None, data_idx: dict[str, Any] | None = None,
+                   max_batch_ops: int = 256) -> dict[str, Any]:
     """The OpenAPI 3.0 document of an env server serving *env_name*; *data_idx*: the schema of its
-    task ids (:func:`agentgym_core.env.taskids.schema`; default any integer >= 0)."""
+    task ids (:func:`agentgym_core.env.taskids.schema`; default any integer >= 0); *max_batch_ops*:
+    its cap on the ops of one ``POST /batch``."""
     data_idx = data_idx or {"type": "integer", "minimum": 0}
     return {
         "openapi": "3.0.3",
@@ -108,9 +115,10 @@ def openapi_schema(env_name: str, version: str | None = None, data_idx: dict[str
                 _STEP_RESULT, 400, 404, 409, 413, 422, 500,
             ),
             "/batch": _post(
-                "Several step/reset ops of different sessions in one request (AgentGym extension).",
+                "Several step/reset ops of different sessions in one request (AgentGym extension); at most "
+                "max_batch_ops ops and max_batch_bytes bytes (GET /health says both; 413 above).",
                 {"type": "object", "required": ["ops"],
-                 "properties": {"ops": {"type": "array", "minItems": 1, "items": {
+                 "properties": {"ops": {"type": "array", "minItems": 1, "maxItems": max_batch_ops, "items": {
                      "type": "object", "required": ["op", "id"],
                      "properties": {"op": {"type": "string", "enum": ["step", "reset"]}, "id": _ID,
                                     "action": {"type": "string"}, "data_idx": {"type": "integer", "minimum": 0},
@@ -142,7 +150,12 @@ def openapi_schema(env_name: str, version: str | None = None, data_idx: dict[str
                                    "idempotent_create": {"type": "boolean",
                                                          "description": "POST /create honours idempotency_key."},
                                    "created": {"type": "integer",
-                                               "description": "Sessions opened since the server started."}}})}},
+                                               "description": "Sessions opened since the server started."},
+                                   "max_batch_ops": {"type": "integer", "description": "Most ops in one POST /batch."},
+                                   "max_batch_bytes": {"type": "integer",
+                                                       "description": "Largest POST /batch body in bytes."},
+                                   "env_calls_at_once": {"type": "integer",
+                                                         "description": "Env calls the server now runs at once."}}})}},
             }},
             "/info": {"get": {
                 "summary": "The env's self-description: instruction, action format, splits, categories.",

@@ -1,7 +1,8 @@
 """The env server: many sessions of one registered env behind an AgentGym-compatible JSON API.
 
-Each session is one ``BaseEnv`` instance. Env code is blocking, so it runs in a thread pool;
-a per-session lock serialises one session's calls while other sessions proceed. A step that
+Each session is one ``BaseEnv`` instance. Env code is blocking, so it runs in worker threads (as
+many at once as pay off: :mod:`.workers`); a per-session lock serialises one session's calls while
+other sessions proceed. A step that
 carries ``seq`` is applied at most once: repeating the last ``seq`` returns the stored result;
 likewise a create that carries ``idempotency_key`` opens at most one session per key.
 The wire format is documented in docs/envs.md and served at ``GET /openapi.json``.
@@ -15,7 +16,6 @@ import itertools
 import logging
 import time
 from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from typing import Any
@@ -30,8 +30,9 @@ from .base import BaseEnv
 from .openapi import openapi_schema
 from .sessions import Session, describe_env, has_wire_fields, list_tasks, reset_and_fields, step_and_fields, task_runs, \
     wire_fields
-from .wire import HTTPError, check_batch_op, check_step, describe_value, int_field, json_response, key_field, \
-    read_body, valid_text
+from .wire import HTTPError, batch_limit, check_step, describe_value, int_field, json_bytes, json_response, key_field, \
+    parse_batch, read_body, read_raw, valid_text
+from .workers import EnvCalls
 
 log = logging.getLogger("agentgym.env.server")
 
@@ -47,8 +48,13 @@ class ServerSettings:
     ttl: float = 600.0
     #: Largest accepted request body in bytes (413 above).
     max_body: int = 1 << 20
-    #: Threads running env code (one call per session at a time).
+    #: Most threads running env code (one call per session at a time).
     workers: int = 64
+    adapt_workers: bool = True  #: run as many at once as pay off (:mod:`.workers`); False: always ``workers``
+    #: Most ops in one ``POST /batch`` (413 above); the client sends at most 256 (``batching.MAX_BATCH``).
+    max_batch_ops: int = 256
+    #: Largest ``POST /batch`` body in bytes (413 above; ``max_body`` too applies).
+    max_batch_bytes: int = 1 << 20
 
 
 class EnvServer:
@@ -73,7 +79,7 @@ class EnvServer:
         self._creating = 0
         self._keyed: dict[str, int] = {}  # idempotency_key -> id of the open session it created
         self._building: dict[str, asyncio.Future] = {}  # idempotency_key -> the create still running
-        self._pool = ThreadPoolExecutor(max_workers=self.settings.workers, thread_name_prefix=f"env-{name}")
+        self.calls = EnvCalls(self.settings.workers, self.settings.adapt_workers, name)
         self._token = self.settings.token.encode() if self.settings.token else None
         self._info: dict[str, Any] | None = None
         self._tasks: dict[str, Any] | None = None
@@ -101,9 +107,11 @@ class EnvServer:
         )
 
     # -- plumbing ----------------------------------------------------------------------------
-    async def _run(self, fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
-        loop = asyncio.get_running_loop()
-        return await loop.run_in_executor(self._pool, functools.partial(fn, *args, **kwargs))
+    async def _run(self, fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:  # env code, in its turn
+        return await self.calls.run(functools.partial(fn, *args, **kwargs))
+
+    async def _off_loop(self, fn: Callable[..., Any], *args: Any) -> Any:  # parsing, encoding: in a thread at once
+        return await asyncio.get_running_loop().run_in_executor(None, fn, *args)
 
     def _endpoint(self, handler: Callable[[Request], Any], auth: bool = True) -> Callable[[Request], Any]:
         async def endpoint(request: Request) -> Response:
@@ -111,6 +119,8 @@ class EnvServer:
                 if auth and self._token is not None:
                     self._check_token(request)
                 result = await handler(request)
+                if isinstance(result, Response):
+                    return result
                 if isinstance(result, tuple):
                     return json_response(result[1], status=result[0])
                 return json_response(result)
@@ -269,20 +279,25 @@ class EnvServer:
         return 200, {"observation": obs, "reward": reward, "score": session.score, "done": bool(done), "info": info,
                      **(extra or {})}
 
-    async def batch(self, request: Request) -> dict[str, Any]:
-        """Many step/reset ops (of different sessions) in one request; each gets its own status."""
-        body = await self._body(request)
-        ops = body.get("ops")
-        if not isinstance(ops, list) or not ops:
-            raise HTTPError(422, "'ops' must be a non-empty list like "
-                                 '[{"op": "step", "id": 0, "action": "turn left", "seq": 3}, {"op": "reset", "id": 1, "data_idx": 7}]')
-        for index, op in enumerate(ops):
-            check_batch_op(index, op)
+    async def batch(self, request: Request) -> Response:
+        """Many step/reset ops (of different sessions) in one request; each gets its own status. Over
+        ``max_batch_ops`` or ``max_batch_bytes``: a 413 naming the cap. Parsing and encoding run off the loop."""
+        settings = self.settings
+        raw = await read_raw(request, *batch_limit(settings.max_body, settings.max_batch_bytes), "send fewer ops")
+        ops = await self._off_loop(parse_batch, raw, settings.max_batch_ops)
         first = next((self.sessions.get(op["id"]) for op in ops if op["op"] == "reset"), None)
         if first is not None and self._runs is None:  # known before the ops start: each reset then takes
             await self._task_runs(first.env)          # its session's lock in op order
-        results = await asyncio.gather(*(self._batch_op(op) for op in ops))
-        return {"results": results}
+        results: list[Any] = [None] * len(ops)
+        todo = iter(enumerate(ops))
+        async def run_ops() -> None:  # takes the next op, so its session's lock, in op order
+            for index, op in todo:
+                results[index] = await self._batch_op(op)
+
+        # at most `workers` ops under way: starting 256 at once held the event loop for tens of ms
+        await asyncio.gather(*(run_ops() for _ in range(min(len(ops), settings.workers))))
+        data = await self._off_loop(json_bytes, {"results": results})
+        return Response(data, media_type="application/json")
 
     async def _batch_op(self, op: Any) -> dict[str, Any]:
         try:
@@ -316,8 +331,10 @@ class EnvServer:
         return {"id": session.id, "closed": True}
 
     async def health(self, request: Request) -> dict[str, Any]:
-        return {"status": "ok", "env": self.name, "sessions": len(self.sessions),
-                "max_sessions": self.settings.max_sessions, "idempotent_create": True, "created": self.created}
+        s = self.settings
+        return {"status": "ok", "env": self.name, "sessions": len(self.sessions), "max_sessions": s.max_sessions,
+                "idempotent_create": True, "created": self.created, "max_batch_ops": s.max_batch_ops,
+                "max_batch_bytes": batch_limit(s.max_body, s.max_batch_bytes)[0], "env_calls_at_once": self.calls.limit}
 
     async def info(self, request: Request) -> dict[str, Any]:
         if self._info is None:
@@ -331,7 +348,8 @@ class EnvServer:
         return self._tasks
 
     async def openapi(self, request: Request) -> dict[str, Any]:
-        return openapi_schema(self.name, self.version, data_idx=taskids.schema(await self._task_runs()))
+        return openapi_schema(self.name, self.version, data_idx=taskids.schema(await self._task_runs()),
+                              max_batch_ops=self.settings.max_batch_ops)
 
     async def _task_runs(self, env: BaseEnv | None = None) -> list[tuple[int, int]]:
         """The ids of every split, as runs: asked once per server of *env* (a session's, so no env is
@@ -367,6 +385,7 @@ class EnvServer:
 
     @asynccontextmanager
     async def _lifespan(self, app: Starlette):
+        self.calls.open()
         reaper = asyncio.create_task(self._reap()) if self.settings.ttl > 0 else None
         try:
             yield
@@ -377,4 +396,4 @@ class EnvServer:
                 await self._close_env(session)
             self.sessions.clear()
             self._keyed.clear()
-            self._pool.shutdown(wait=False, cancel_futures=True)
+            self.calls.close()

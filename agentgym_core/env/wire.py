@@ -134,41 +134,85 @@ def _finite(obj: Any) -> Any:
     return obj
 
 
-def json_response(body: Any, status: int = 200, headers: dict[str, str] | None = None) -> Response:
+def json_bytes(body: Any) -> bytes:
     """Strict JSON: numpy scalars become numbers, sets lists, NaN/inf null (never invalid JSON)."""
     try:
         data = json.dumps(body, ensure_ascii=False, separators=(",", ":"), default=_jsonable, allow_nan=False)
     except ValueError:
         data = json.dumps(_finite(json.loads(json.dumps(body, default=_jsonable))), ensure_ascii=False,
                           separators=(",", ":"), allow_nan=False)
-    return Response(data.encode(), status_code=status, headers=headers, media_type="application/json")
+    return data.encode()
 
 
-async def read_body(request: Request, limit: int, *, required: bool = True) -> dict[str, Any]:
-    """The request's JSON object body, read up to *limit* bytes (413 above); 400/422 for what is not
-    a JSON object, naming the endpoint's expected body. Without a body: ``{}`` unless *required*."""
+def json_response(body: Any, status: int = 200, headers: dict[str, str] | None = None) -> Response:
+    """*body* as a strict JSON response (:func:`json_bytes`)."""
+    return Response(json_bytes(body), status_code=status, headers=headers, media_type="application/json")
+
+
+def too_large(what: str, unit: str, received: int, limit: int, flag: str, fix: str, *,
+              at_least: bool = False) -> HTTPError:
+    """The 413 for a request over one of the server's caps: its body names the cap (``limit``), what came
+    (``received``; with *at_least*, what was read before giving up) and the flag that raises the cap."""
+    setting = flag.lstrip("-").replace("-", "_")
+    got = f"more than {limit}" if at_least else str(received)
+    return HTTPError(413, f"{what} of {got} {unit} exceeds this server's cap of {limit} {unit} ({flag}); {fix}, "
+                          f"or start the server with a higher {flag} (ServerSettings.{setting})",
+                     limit=limit, received=received, setting=setting, flag=flag)
+
+
+def batch_limit(max_body: int, max_batch_bytes: int) -> tuple[int, str]:
+    """The cap on a ``/batch`` body (its own, and that of every body) and the flag that raises it."""
+    return (max_batch_bytes, "--max-batch-bytes") if max_batch_bytes <= max_body else (max_body, "--max-body")
+
+
+async def read_raw(request: Request, limit: int, flag: str = "--max-body", fix: str = "send a smaller body") -> bytes:
+    """The request's body, read up to *limit* bytes (a 413 naming *flag* above, with or without Content-Length)."""
     length = request.headers.get("content-length")
     if length is not None:
         if not length.isdigit():
             raise HTTPError(400, f"bad Content-Length header {length!r}")
         if int(length) > limit:
-            raise HTTPError(413, f"request body of {length} bytes exceeds the server limit of {limit} bytes (--max-body)")
+            raise too_large(f"{request.url.path} request body", "bytes", int(length), limit, flag, fix)
     chunks, size = [], 0
     async for chunk in request.stream():
         size += len(chunk)
         if size > limit:
-            raise HTTPError(413, f"request body exceeds the server limit of {limit} bytes (--max-body)")
+            raise too_large(f"{request.url.path} request body", "bytes", size, limit, flag, fix, at_least=True)
         chunks.append(chunk)
-    raw = b"".join(chunks)
+    return b"".join(chunks)
+
+
+def parse_object(raw: bytes, path: str, *, required: bool = True) -> dict[str, Any]:
+    """*raw* as a JSON object; 400/422 for what is not one, naming the endpoint's expected body.
+    An empty body is ``{}`` unless *required*."""
     if not raw.strip():
         if required:
-            raise HTTPError(422, f"{request.url.path} needs a JSON object body, e.g. {EXAMPLES[request.url.path]}")
+            raise HTTPError(422, f"{path} needs a JSON object body, e.g. {EXAMPLES[path]}")
         return {}
     try:
         data = json.loads(raw)
     except (ValueError, UnicodeDecodeError, RecursionError) as exc:  # RecursionError: absurdly deep nesting
         raise HTTPError(400, f"request body is not valid JSON: {exc}") from None
     if not isinstance(data, dict):
-        raise HTTPError(422, f"request body must be a JSON object, e.g. {EXAMPLES[request.url.path]}; got {json_kind(data)}")
+        raise HTTPError(422, f"request body must be a JSON object, e.g. {EXAMPLES[path]}; got {json_kind(data)}")
     return data
 
+
+async def read_body(request: Request, limit: int, *, required: bool = True) -> dict[str, Any]:
+    """The request's JSON object body (:func:`read_raw`, then :func:`parse_object`)."""
+    return parse_object(await read_raw(request, limit), request.url.path, required=required)
+
+
+def parse_batch(raw: bytes, max_ops: int) -> list[dict[str, Any]]:
+    """The ops of a ``/batch`` body: a 413 for more than *max_ops*, a 422 naming the first op the schema
+    forbids (:func:`check_batch_op`). Runs in a worker thread: a large body is not parsed on the event loop."""
+    ops = parse_object(raw, "/batch").get("ops")
+    if not isinstance(ops, list) or not ops:
+        raise HTTPError(422, "'ops' must be a non-empty list like "
+                             '[{"op": "step", "id": 0, "action": "turn left", "seq": 3}, {"op": "reset", "id": 1, "data_idx": 7}]')
+    if len(ops) > max_ops:
+        raise too_large("/batch request", "ops", len(ops), max_ops, "--max-batch-ops",
+                        f"send at most {max_ops} ops per request (the rest in further requests)")
+    for index, op in enumerate(ops):
+        check_batch_op(index, op)
+    return ops
