@@ -70,6 +70,12 @@ class UpdateConfig:
     #: Run a group's common prompt once per micro-batch and its episodes against that KV cache
     #: (same gradients; a GRPO group of G shares its prompt). Off under gradient checkpointing.
     share_prefix: bool = True
+    #: Rows with nothing to learn skip the update's forward and backward pass: rows without a trained
+    #: token, and, when the policy loss is the whole loss (no entropy bonus, no KL, no value head),
+    #: rows whose advantage is 0 on every trained token (a GRPO group whose episodes all got the same
+    #: reward). Their gradient is exactly 0, so the step is the same; the optimizer still steps. One
+    #: process only (under DDP/FSDP every rank runs every row). false: run every row.
+    skip_zero_advantage: bool = True
     #: Truncated importance sampling against the sampler (Yao et al. 2025, "Your efficient RL
     #: framework secretly brings you off-policy RL training"; verl's tis_imp_ratio_cap): each
     #: token's policy loss is weighted by min(pi_old / pi_sampler, tis_cap), pi_old being the

@@ -2,7 +2,9 @@
 
 ``forward`` returns per-token log-probs, entropies and values only where the loss mask is
 1: the LM head runs on those positions alone, which skips the (large-vocabulary) logits of
-every prompt and observation token. Wrapping this module in DDP synchronises its gradients.
+every prompt and observation token, and in chunks (:func:`agentgym_hf.logprobs.token_logprobs`),
+so a long episode never holds ``[tokens, vocab]`` logits. Wrapping this module in DDP
+synchronises its gradients.
 """
 from __future__ import annotations
 
@@ -12,6 +14,7 @@ from typing import Any, Iterator, Optional
 import torch
 from torch import nn
 
+from agentgym_hf.logprobs import token_logprobs
 from agentgym_hf.training import apply_lora  # noqa: F401  (re-exported: agentgym_trainer_rl.apply_lora)
 
 from .batch import PrefixPlan
@@ -56,14 +59,10 @@ class PolicyModule(nn.Module):
         hidden = self._hidden(base.get_decoder(), input_ids, attention_mask, plan)
         sel = loss_mask[:, 1:] > 0  # token t (t >= 1) is predicted from position t - 1
         h = hidden[:, :-1][sel]
-        targets = input_ids[:, 1:][sel]
-        logits = base.get_output_embeddings()(h).float()
-        logp_all = torch.log_softmax(logits, dim=-1)
-        logp = logp_all.gather(-1, targets[:, None]).squeeze(-1)
-        out: dict[str, Any] = {"logprobs": _scatter(logp, sel, input_ids.shape)}
+        scores = token_logprobs(base, h, input_ids[:, 1:][sel], entropy=with_entropy)
+        out: dict[str, Any] = {"logprobs": _scatter(scores.logprobs, sel, input_ids.shape)}
         if with_entropy:
-            ent = -(logp_all.exp() * logp_all).sum(-1)
-            out["entropy"] = _scatter(ent, sel, input_ids.shape)
+            out["entropy"] = _scatter(scores.entropy, sel, input_ids.shape)
         if self.value_head is not None:
             v = self.value_head(h.float()).squeeze(-1)
             out["values"] = _scatter(v, sel, input_ids.shape)

@@ -63,7 +63,8 @@ class Estimator:
 @dataclass(frozen=True)
 class PolicyLoss:
     """A per-token policy loss: ``(logprobs, old_logprobs, advantages, mask, clip_low, clip_high)
-    -> (loss [B, L], clipped flags [B, L])``."""
+    -> (loss [B, L], clipped flags [B, L])``. Where a row's advantages are 0 its loss, gradient and
+    clipped flags must be 0 (the updater skips such rows: ``trainer.skip_zero_advantage``)."""
 
     name: str
     function: str

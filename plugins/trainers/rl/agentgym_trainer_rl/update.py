@@ -86,11 +86,14 @@ class Updater:
         ``sampler_logp_diff`` / ``sampler_logp_diff_max`` (mean and max |log pi_trainer - log pi_sampler|
         over trained tokens), ``tis_truncated`` (share of tokens whose weight hit ``tis_cap``) and
         ``segments_per_episode`` (training sequences per episode, when replies were sampled from other
-        contexts than their episode's prefix)."""
+        contexts than their episode's prefix), ``skipped_rows`` / ``skipped_micro_batches`` (summed over
+        processes: rows, and micro-batches of nothing but such rows, whose forward and backward were
+        skipped for having nothing to learn, :meth:`_idle`)."""
         out = {k: train[k] for k in ("clipfrac_lower", "kl_coef", "sampler_logp_diff", "sampler_logp_diff_max",
                                      "tis_truncated", "segments_per_episode") if k in train}
-        if "lone_groups" in train:
-            out["lone_groups"] = train["lone_groups"] * world
+        for k in ("lone_groups", "skipped_rows", "skipped_micro_batches"):
+            if k in train:
+                out[k] = train[k] * world
         return out
 
     # -- helpers ---------------------------------------------------------------------------
@@ -304,6 +307,39 @@ class Updater:
             add("value_loss", float((vl.detach() * mask).sum()), ntok)
         return loss
 
+    @property
+    def skips_idle_rows(self) -> bool:
+        """Whether rows with nothing to learn skip the update's passes (``skip_zero_advantage``): one
+        process only, as DDP and FSDP need every rank to run each micro-batch's backward."""
+        return self.opts.skip_zero_advantage and (self.accelerator is None or self.accelerator.num_processes == 1)
+
+    def _idle(self, batch: Batch, micro: torch.Tensor) -> torch.Tensor:
+        """``[len(micro)]`` bool: the rows whose loss and gradient are exactly 0. That is a row without a
+        trained token, or, when the policy loss is the whole loss, a row whose advantage is 0 on each of
+        them. An entropy bonus, a KL term (in the loss, or measured for the reward's penalty and the
+        adaptive controller) or a value loss gives every trained token a gradient of its own."""
+        trained = batch.loss_mask[micro] > 0
+        idle = ~trained.any(dim=1)
+        policy_only = not self.opts.entropy_coef and not self.opts.kl_coef and self.module.value_head is None
+        if policy_only and batch.advantages is not None:
+            idle |= ~((batch.advantages[micro] != 0) & trained).any(dim=1)
+        return idle
+
+    def _skipped_metrics(self, mb: Batch, first_epoch: bool, add: Any) -> None:
+        """What :meth:`micro_batch_loss` would have added for the idle rows *mb*. Their pg_loss and clip
+        flags are 0, so ``pg_loss``, ``clipfrac`` and ``clipfrac_lower`` stay what the full pass gives,
+        and so do the sampler metrics when the old log-probs were scored. ``entropy`` (and the sampler
+        metrics of a single pass, whose old log-probs are the forward's) covers the rows that ran."""
+        mask = mb.loss_mask
+        add("pg_loss", 0.0, normaliser(mask, self.loss_agg, self.norm_tokens))
+        ntok = float(mask.sum())
+        if ntok:
+            add("clipfrac", 0.0, ntok)
+            if self.opts.clip_ratio_c is not None:
+                add("clipfrac_lower", 0.0, ntok)
+            if mb.sampler_logprobs is not None and mb.old_logprobs is not None:
+                self._behaviour_correction(mask, mb.old_logprobs, mb.sampler_logprobs, mask, first_epoch, add)
+
     def update(self, batch: Batch) -> dict[str, float]:
         o = self.opts
         # Each metric is a weighted mean over the step (tokens, or sequences for a sequence-level
@@ -317,6 +353,7 @@ class Updater:
             counts[name] = counts.get(name, 0.0) + weight
 
         skipped = updates = shared = 0
+        skip_idle, idle_rows, idle_micros = self.skips_idle_rows, 0, 0
         self._diff_max = 0.0
         run = 0.0  # tokens the update's forward passes actually ran (no padding, no shared repeats)
         agg, norm_tokens = self.loss_agg, self.norm_tokens
@@ -328,7 +365,18 @@ class Updater:
                 norm = normaliser(batch.loss_mask[mini], agg, norm_tokens)
                 micros = self._bounded(batch, self._chunks(mini, o.grad_accum))
                 local_loss = 0.0
+                backward = False
                 for i, micro in enumerate(micros):
+                    if skip_idle:
+                        idle = self._idle(batch, micro)
+                        if bool(idle.any()):
+                            self._skipped_metrics(batch.select(micro[idle]), first_epoch, add)
+                            idle_rows += int(idle.sum())
+                            micro = micro[~idle]
+                        if not len(micro):
+                            idle_micros += 1
+                            continue
+                    backward = True
                     mb = batch.select(micro)
                     defer = self.accelerator is not None and i < len(micros) - 1
 
@@ -346,6 +394,10 @@ class Updater:
                         else:
                             loss.backward()
                     local_loss += float(loss.detach())
+                if skip_idle and not backward:  # the gradients every row would have given: zeros, not None,
+                    for p in params:  # so AdamW's moments and weight decay still move the weights
+                        if p.grad is None:
+                            p.grad = torch.zeros_like(p)
                 if self.accelerator is not None:
                     grad_norm = self.accelerator.clip_grad_norm_(params, o.max_grad_norm)
                 else:
@@ -365,6 +417,8 @@ class Updater:
         self._kl_sum, self._kl_count = sums.get("kl", 0.0), counts.get("kl", 0.0)
         metrics["updates"] = float(updates)
         metrics["nonfinite_skipped"] = float(skipped)
+        metrics["skipped_rows"] = float(idle_rows)  # idle rows not run (each epoch counts), and micro-batches
+        metrics["skipped_micro_batches"] = float(idle_micros)  # that had only idle rows
         # Share of the batch's tokens not run again because a group's prefix was run once.
         total = float(batch.attention_mask.sum()) * o.ppo_epochs
         metrics["shared_prefix_frac"] = shared / total if total else 0.0

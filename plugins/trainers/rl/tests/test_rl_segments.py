@@ -150,7 +150,8 @@ def test_advantages_and_loss_per_token_as_scoring_each_turn_alone():
                 offsets[(b, j)] = 0.3 if j % 2 else -0.2
                 t.logprobs[j] = alone[(b, j)] - offsets[(b, j)]
     batch = build_batch(trajs, pad_id=0)
-    updater = _updater(policy, tis_cap=100.0, grad_accum=2)
+    # every row runs: the entropy metric covers only the rows that run, and a row here has advantage 0
+    updater = _updater(policy, tis_cap=100.0, grad_accum=2, skip_zero_advantage=False)
     metrics = updater.step(batch)
 
     # GRPO advantages (verl: (R - mean) / (std + 1e-6), std over N - 1) on every reply token of the episode

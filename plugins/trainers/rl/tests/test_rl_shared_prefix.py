@@ -86,11 +86,12 @@ def test_shared_prefix_update_equals_the_plain_update(lora, algorithm, system):
         results.append((batch, metrics, weights))
     (plain, m0, w0), (shared, m1, w1) = results
     assert m0["shared_prefix_frac"] == 0.0
-    # 2 groups; group 0 shares its 23-token prefix over 3 rows, group 1 too (the failed row
-    # does not limit it): 2 * 2 * 23 tokens per epoch are not run again. With the system prefix
-    # (the whole batch in one micro-batch), its 12 tokens run once for all 7 rows: each group's
-    # prefix pass starts after them (2 * 12 fewer) and the group of one runs only its own tokens.
-    saved = 2 * 2 * 23 + (2 * 12 if system else 0)
+    # 2 groups; group 0 shares its 23-token prefix over 3 rows, group 1 over its 2 others (its
+    # failed row, without a trained token, is not run at all: skip_zero_advantage): (2 + 1) * 23
+    # tokens per epoch are not run again. With the system prefix (the whole batch in one
+    # micro-batch), its 12 tokens run once for all rows: each group's prefix pass starts after
+    # them (2 * 12 fewer) and the group of one runs only its own tokens.
+    saved = (2 + 1) * 23 + (2 * 12 if system else 0)
     assert m1["shared_prefix_frac"] == pytest.approx(saved / float(plain.attention_mask.sum()))
     for name in ("old_logprobs", "ref_logprobs", "advantages") + (("values",) if algorithm == "ppo" else ()):
         a, b = getattr(plain, name), getattr(shared, name)
@@ -157,3 +158,29 @@ def test_rows_are_cut_after_their_last_generated_token():
     for key in ("logprobs", "entropy", "values"):
         assert torch.allclose(whole[key][:, :last], cut[key], atol=1e-6), key
         assert not whole[key][:, last:].any(), key  # nothing was trained past the cut
+
+
+@pytest.mark.parametrize("lora,algorithm", [(True, "grpo"), (False, "ppo")])
+def test_lm_head_in_chunks_gives_the_one_pass_update(monkeypatch, lora, algorithm):
+    """The LM head and log-softmax 3 positions at a time (checkpointed, so recomputed in backward), under the
+    shared-prefix plan, with KL, entropy and (PPO) a value head: the same scores, metrics and weights."""
+    from agentgym_hf import logprobs
+
+    torch.set_num_threads(1)
+    opts = dict(kl_coef=0.1, ppo_epochs=2, grad_accum=2, entropy_coef=0.01)
+    results = []
+    for chunk in (logprobs.CHUNK, 3):
+        monkeypatch.setattr(logprobs, "CHUNK", chunk)
+        policy, updater = build(lora, algorithm, True, **opts)
+        batch = build_batch(episodes())
+        torch.manual_seed(7)
+        metrics = updater.step(batch)
+        results.append((batch, metrics, {n: p.detach().clone() for n, p in policy.named_parameters() if p.requires_grad}))
+    (one, m0, w0), (chunked, m1, w1) = results
+    assert m1["shared_prefix_frac"] == m0["shared_prefix_frac"] > 0
+    for name in ("old_logprobs", "ref_logprobs", "advantages"):
+        assert torch.allclose(getattr(one, name), getattr(chunked, name), atol=1e-5), name
+    for key in ("loss", "pg_loss", "kl", "entropy", "grad_norm"):
+        assert m1[key] == pytest.approx(m0[key], rel=1e-5, abs=1e-6), key
+    for name in w0:
+        assert torch.allclose(w0[name], w1[name], atol=1e-5), f"{name}: max diff {(w0[name] - w1[name]).abs().max():.2e}"

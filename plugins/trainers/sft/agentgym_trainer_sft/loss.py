@@ -4,7 +4,8 @@ from __future__ import annotations
 from typing import Any
 
 import torch
-import torch.nn.functional as F
+
+from agentgym_hf.logprobs import token_logprobs
 
 from .data import Batch
 
@@ -13,15 +14,13 @@ def reply_loss(lm: Any, batch: Batch, device: Any) -> tuple[torch.Tensor, torch.
     """``(summed NLL, correctly predicted tokens)`` over the tokens of *batch* with loss mask 1.
 
     Token *t* is predicted from the hidden state at *t - 1*; the vocabulary projection runs only
-    on those positions (a 49k-word vocabulary over every prompt token would dominate the cost).
+    on those positions (a 49k-word vocabulary over every prompt token would dominate the cost),
+    in chunks (:func:`agentgym_hf.logprobs.token_logprobs`: no ``[tokens, vocab]`` logits).
     """
     base = lm.get_base_model() if hasattr(lm, "get_base_model") else lm
     ids = batch.input_ids.to(device)
     hidden = base.get_decoder()(input_ids=ids, attention_mask=batch.attention_mask.to(device),
                                 position_ids=batch.position_ids.to(device), use_cache=False).last_hidden_state
     sel = batch.loss_mask[:, 1:].to(device) > 0
-    targets = ids[:, 1:][sel]
-    logits = base.get_output_embeddings()(hidden[:, :-1][sel]).float()
-    nll = F.cross_entropy(logits, targets, reduction="sum")
-    correct = (logits.argmax(dim=-1) == targets).sum()
-    return nll, correct.detach()
+    scores = token_logprobs(base, hidden[:, :-1][sel], ids[:, 1:][sel], hits=True)
+    return -scores.logprobs.sum(), scores.hits.sum()
