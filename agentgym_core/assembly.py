@@ -132,7 +132,16 @@ class RunParts:
         return self.engine
 
     def score(self, trajectories: Sequence[Any]) -> None:
-        """Fill each trajectory's per-turn ``rewards``: the weighted sum of the reward components."""
+        """Fill each trajectory's per-turn ``rewards``: the weighted sum of the reward components.
+
+        A component with a ``score_batch(trajectories)`` method (:class:`~agentgym_core.components.Reward`)
+        is first handed the whole step's episodes at once, so it can batch its work (a model judge's calls)
+        or compare a group's episodes (group-relative judging); each episode is then scored one at a time."""
+        trajectories = list(trajectories)
+        for fn, _ in self.rewards:
+            batch = getattr(fn, "score_batch", None)
+            if callable(batch) and trajectories:
+                batch(trajectories)
         for t in trajectories:
             total = [0.0] * len(t.turns)
             for fn, weight in self.rewards:

@@ -47,6 +47,10 @@ class Reward:
         """Return ``len(trajectory.turns)`` floats."""
         raise NotImplementedError
 
+    # Optional: ``score_batch(trajectories)``. A reward that defines it is handed every episode of a
+    # training step (or an evaluation) together before it is called on each one (RunParts.score): a
+    # model judge batches its calls there, or ranks a GRPO group's episodes against each other.
+
 
 class Backend:
     """A device family: where tensors live and how processes talk.

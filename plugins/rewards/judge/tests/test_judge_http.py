@@ -210,3 +210,22 @@ def test_group_mode_one_episode_at_a_time_judges_alone_with_a_warning(judge_serv
     with pytest.warns(UserWarning, match="score_batch"):
         assert r(kit.episode("x")) == [0.5]
     assert "Score the episode" in judge_server.prompts()[0]
+
+
+def test_the_trainers_scoring_hands_the_step_to_score_batch(judge_server, kit):
+    """RunParts.score (what the rl trainer and the scaffold trainer call on a step's episodes) gives a reward
+    with score_batch every episode first: group mode ranks each group in one call, with no warning."""
+    import warnings
+
+    def rank(prompt, body):
+        return {"scores": [5 if "solved" in b else 1 for b in kit.data_blocks(prompt)]}
+
+    judge_server.reply = rank
+    parts = RunParts(pool=None, env=None, rewards=[(reward(judge_server, kit, mode="group"), 1.0)])
+    step = [kit.episode("tried", eid="a", group=0), kit.episode("solved it", eid="b", group=0),
+            kit.episode("solved too", eid="c", group=1), kit.episode("nothing", eid="d", group=1)]
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # the one-at-a-time warning would fail the test
+        parts.score(step)
+    assert [t.rewards for t in step] == [[0.0], [1.0], [1.0], [0.0]]
+    assert len(judge_server.requests) == 2 and all("2 episodes of the same task" in p for p in judge_server.prompts())
