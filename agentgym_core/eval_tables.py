@@ -74,8 +74,27 @@ def markdown_table(headers: Sequence[str], rows: Sequence[Sequence[str]]) -> str
 
 
 def to_markdown(summary: Mapping[str, Any]) -> str:
-    """The summary as one Markdown table: overall row, then one row per category."""
-    return markdown_table(*table_rows(summary))
+    """The summary as one Markdown table: overall row, then one row per category; then a line per judge
+    (:func:`judged_lines`)."""
+    lines = judged_lines(summary)
+    return markdown_table(*table_rows(summary)) + ("\n\n" + "\n".join(lines) if lines else "")
+
+
+def judged_lines(summary: Mapping[str, Any]) -> list[str]:
+    """One line per judging reward of ``summary["judged"]`` (:func:`agentgym_core.evaluation.judged_scores`)."""
+    out = []
+    for name, j in (summary.get("judged") or {}).items():
+        score = "" if j.get("score_mean") is None else f", mean score {j['score_mean']:.2f}"
+        cost = j.get("cost") or {}
+        spent = ""
+        if cost:
+            tokens = int(cost.get("prompt_tokens", 0)) + int(cost.get("completion_tokens", 0))
+            spent = (f"; {int(cost.get('requests', 0))} judge requests, {int(cost.get('cache_hits', 0))} cache hits, "
+                     f"{tokens:,} tokens, {float(cost.get('judge_seconds', 0.0)):.1f} s")
+        out.append(f"Judged ({name}): mean reward {j['reward_mean']:.3f} (std {j['reward_std']:.3f}) over {j['n']} "
+                   f"episodes; {j['judged']} verdicts parsed{score}, {j['parse_failures']} parse failures, "
+                   f"{j['gated']} not judged for failing the env's state check, {j['skipped']} failed episodes{spent}.")
+    return out
 
 
 def compare_rows(summaries: Mapping[str, Mapping[str, Any]]) -> tuple[list[str], list[list[str]]]:

@@ -178,6 +178,41 @@ def summarize(trajectories: Iterable[Any], *, k: int, categories: Categories = N
     return summary
 
 
+def judged_scores(rewards: Sequence[tuple[Any, float]], trajectories: Sequence[Any]) -> dict[str, Any]:
+    """The judged score of evaluation episodes, per reward component that judges batches (``score_batch``:
+    the ``judge`` reward). Each entry: ``n`` episodes, ``reward_mean`` and ``reward_std`` (population) of the
+    reward it gave every episode, and ``judged`` (verdicts parsed), ``parse_failures``, ``gated`` (the
+    env's state check failed, so not judged: 0), ``skipped`` (failed episodes), ``score_mean`` (the
+    rubric's raw score over the parsed verdicts), plus the judge's cost when it reports one (``stats``:
+    requests, tokens, seconds). Empty when no component judges."""
+    out: dict[str, Any] = {}
+    episodes = list(trajectories)
+    for fn, _ in rewards:
+        batch = getattr(fn, "score_batch", None)
+        if not callable(batch) or not episodes:
+            continue
+        before = dict(getattr(fn, "stats", {}) or {})
+        results = batch(episodes)
+        infos = [dict(getattr(r, "info", {}) or {}) for r in results]
+        values = [float(getattr(r, "reward", 0.0)) for r in results]
+        mean = sum(values) / len(values)
+        parsed = [i for i in infos if i.get("parsed")]
+        rubric = getattr(getattr(fn, "rubric", None), "name", None)
+        name = f"judge:{rubric}" if rubric else type(fn).__name__
+        entry = {"n": len(values), "reward_mean": mean,
+                 "reward_std": (sum((v - mean) ** 2 for v in values) / len(values)) ** 0.5,
+                 "judged": len(parsed), "parse_failures": sum(1 for i in infos if i.get("parsed") is False),
+                 "gated": sum(1 for i in infos if i.get("gated")), "skipped": sum(1 for i in infos if i.get("skipped")),
+                 "score_mean": (sum(float(i["score"]) for i in parsed if "score" in i) / len(parsed)) if parsed else None}
+        after = getattr(fn, "stats", {}) or {}
+        cost = {k: after[k] - before.get(k, 0) for k in ("requests", "cache_hits", "prompt_tokens", "completion_tokens",
+                                                           "judge_seconds") if k in after}
+        if cost:
+            entry["cost"] = cost
+        out[name] = entry
+    return out
+
+
 # -- settings shared by ``agentgym eval`` and the trainer's before/after evaluation -----------
 #: Step used to ask a scheduler for its final horizon (evaluation runs at the full horizon).
 FINAL_STEP = 10**9
@@ -309,6 +344,9 @@ async def evaluate(parts: Any, plan: EvalPlan, *, model: str, step: int = 0, dum
                         attempts=int(strategy.max_attempts))
     summary["meta"] = {"tasks": len(ids), "max_turns": plan.max_turns, "temperature": plan.temperature,
                        **plan.meta(model=model, env=parts.env), "strategy": strategy.name}
+    judged = judged_scores(parts.rewards, trajectories)
+    if judged:
+        summary["judged"] = judged
     return summary, trajectories
 
 

@@ -161,10 +161,12 @@ def as_trajectory(episode: ExpertEpisode, *, env: str, expert: str) -> Any:
 
 
 def evaluate_expert(expert: Expert, env: Any, spec: Any, plan: Any, *, name: str,
-                    dump_path: Any = None, label: str | None = "eval") -> tuple[dict[str, Any], list[ExpertEpisode]]:
+                    dump_path: Any = None, label: str | None = "eval",
+                    rewards: Any = ()) -> tuple[dict[str, Any], list[ExpertEpisode]]:
     """:func:`~agentgym_core.evaluation.evaluate` for an expert: the same task ids (``plan.tasks`` spread
-    over ``plan.split``), horizon and summary format, so ``agentgym eval --compare`` sets it beside models."""
-    from .evaluation import ProgressLine, eval_tasks, select_tasks, summarize
+    over ``plan.split``), horizon and summary format, so ``agentgym eval --compare`` sets it beside models.
+    *rewards* (``(component, weight)`` pairs): those that judge (``score_batch``) add ``summary["judged"]``."""
+    from .evaluation import ProgressLine, eval_tasks, judged_scores, select_tasks, summarize
     from .rollout.runner import dump_trajectories
 
     ids = select_tasks(spec.ids(plan.split), plan.tasks)
@@ -178,12 +180,15 @@ def evaluate_expert(expert: Expert, env: Any, spec: Any, plan: Any, *, name: str
     trajs = [as_trajectory(e, env=spec.name, expert=name) for e in episodes]
     for group, t in enumerate(trajs):
         t.group_id, t.max_turns = group // plan.k, plan.max_turns
+    judged = judged_scores(list(rewards), trajs)  # before the dump: the verdicts go into the episodes' files
     if dump_path is not None:
         dump_trajectories(trajs, dump_path, 0)
     summary = summarize(trajs, k=plan.k, categories=spec.categories_of(ids))
     summary["meta"] = {"tasks": len(ids), "max_turns": plan.max_turns, "temperature": 0.0,
                        **plan.meta(model=f"expert:{name}", env=spec), "strategy": "expert", "expert": name,
                        "wall_s": round(time.perf_counter() - started, 3)}
+    if judged:
+        summary["judged"] = judged
     return summary, episodes
 
 

@@ -113,6 +113,9 @@ async def _evaluate(cfg: Any, model_path: str, plan: Any, *, local: bool, manage
         return await evaluate(parts, plan, model=model_path, dump_path=dump_path)
     finally:
         await parts.aclose()
+        for fn, _ in parts.rewards:  # a judge's connections and loop thread
+            if callable(getattr(fn, "close", None)):
+                fn.close()
 
 
 def checkpoint_scheduler(cfg: Any, manager: Any, model_path: str) -> Any:
@@ -233,11 +236,18 @@ def eval_(files: tuple[str, ...], model: str | None, split: str | None, k: int |
     click.echo(f"Evaluating {model_path} on {cfg.env.name}/{plan.split}: k={plan.k}, horizon {plan.max_turns} turns"
                + ("" if expert else f", temperature {plan.temperature}, strategy {cfg.agent.strategy.name}"), err=True)
     if expert:
+        from agentgym_core.config import build_component
+
         env, spec = build_env(cfg, manager)
+        # the rewards that judge (a model judge) score the expert's episodes too: summary["judged"]
+        rewards = [(build_component(manager, "rewards", r), float(r.weight)) for r in cfg.rewards]
         try:
-            summary, _ = evaluate_expert(play, env, spec, plan, name=name, dump_path=dump)
+            summary, _ = evaluate_expert(play, env, spec, plan, name=name, dump_path=dump, rewards=rewards)
         finally:
             env.close()
+            for fn, _ in rewards:
+                if callable(getattr(fn, "close", None)):
+                    fn.close()
     else:
         summary, _ = asyncio.run(_evaluate(cfg, model_path, plan, local=local, manager=manager, dump_path=dump))
     table = to_markdown(summary)
