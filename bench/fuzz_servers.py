@@ -7,7 +7,9 @@ For each env: ``agentgym env serve`` (through :class:`~agentgym_core.env.launche
 sessions reset on the env's first test task (so small generated ids hit real ones), then every operation of
 ``GET /openapi.json`` with schema-conforming (positive) and schema-violating (negative) requests. Checks:
 no 5xx and a JSON content type on every answer; for positive requests also a documented status code and a
-body that conforms to the response schema (``/batch`` answers 200 with per-op statuses). Afterwards the
+body that conforms to the response schema (``/batch`` answers 200 with per-op statuses); negative ones must be
+refused. (``st run --checks all``, which CI runs per env in tests/robustness/test_robust_fuzz_envs.py, adds
+the stateful and coverage phases.) Afterwards the
 same process must still be alive, answer ``/health`` and play a reset and a step. Prints a Markdown table
 for docs/BENCHMARKS.md; exits 1 if any env has a failure. The CI test (tests/robustness/test_robust_fuzz_http.py)
 runs the same checks on a toy env; this runs them on the real ones.
@@ -38,8 +40,8 @@ def fuzz_env(name: str, examples: int) -> dict:
     from hypothesis import HealthCheck, given, settings
     from hypothesis.errors import Unsatisfiable
     from schemathesis import GenerationMode
-    from schemathesis.checks import (content_type_conformance, not_a_server_error, response_schema_conformance,
-                                     status_code_conformance)
+    from schemathesis.checks import (content_type_conformance, negative_data_rejection, not_a_server_error,
+                                     response_schema_conformance, status_code_conformance)
 
     from agentgym_core.env.launcher import EnvLauncher
 
@@ -58,6 +60,8 @@ def fuzz_env(name: str, examples: int) -> dict:
             checks = [not_a_server_error, content_type_conformance]
             if mode == "positive":
                 checks += [status_code_conformance, response_schema_conformance]
+            else:  # what the schema forbids is refused (4xx), not run
+                checks += [negative_data_rejection]
             for operation in operations:
                 @given(case=operation.as_strategy(generation_mode=GenerationMode(mode)))
                 @settings(max_examples=examples, deadline=None, derandomize=True, database=None,

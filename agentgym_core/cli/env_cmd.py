@@ -35,7 +35,7 @@ def _options(raw: str | None) -> dict:
 @click.option("--ttl", default=600.0, show_default=True, type=float, help="Close sessions idle this many seconds (0: never).")
 @click.option("--max-body", default=1 << 20, show_default=True, type=click.IntRange(min=64), help="Largest request body in bytes.")
 @click.option("--max-batch-ops", default=256, show_default=True, type=click.IntRange(min=1),
-              help="Most ops in one POST /batch (413 above).")
+              help="Most ops in one POST /batch (422 above, naming the cap).")
 @click.option("--max-batch-bytes", default=1 << 20, show_default=True, type=click.IntRange(min=64),
               help="Largest POST /batch body in bytes (413 above; --max-body applies too).")
 @click.option("--workers", default=64, show_default=True, type=click.IntRange(min=1),

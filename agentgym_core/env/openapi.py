@@ -11,10 +11,10 @@ _ERROR = {
         "error": {"type": "string", "description": "What went wrong and how to fix it."},
         "session": {"type": "string", "enum": ["open"]},
         "needs_reset": {"type": "boolean"},
-        "limit": {"type": "integer", "description": "413: the cap the request is over (bytes or ops)."},
-        "received": {"type": "integer", "description": "413: what the request carried (bytes read, or ops)."},
-        "setting": {"type": "string", "description": "413: the ServerSettings field of the cap."},
-        "flag": {"type": "string", "description": "413: the agentgym env serve flag that raises the cap."},
+        "limit": {"type": "integer", "description": "413 (bytes) or 422 (/batch ops): the cap the request is over."},
+        "received": {"type": "integer", "description": "413 or 422: what the request carried (bytes read, or ops)."},
+        "setting": {"type": "string", "description": "413 or 422: the ServerSettings field of the cap."},
+        "flag": {"type": "string", "description": "413 or 422: the agentgym env serve flag that raises the cap."},
     },
 }
 _STEP_RESULT = {
@@ -51,8 +51,8 @@ def _errors(*codes: int) -> dict[str, Any]:
         401: "Missing or wrong bearer token.",
         404: "Unknown session id.",
         409: "No episode running (reset first) or a step seq older than the last applied one.",
-        413: "Body larger than the server's cap (--max-body; for /batch also --max-batch-bytes), or a /batch "
-             "with more ops than --max-batch-ops; the body names the cap, what came and the flag.",
+        413: "Body larger than the server's cap (--max-body; for /batch also --max-batch-bytes); the body names "
+             "the cap, what came and the flag.",
         422: "Body has the wrong shape or field types, or data_idx is in no split of the env.",
         429: "Session cap reached.",
         500: "The env raised; the session stays open and needs a reset.",
@@ -116,7 +116,7 @@ def openapi_schema(env_name: str, version: str | None = None, data_idx: dict[str
             ),
             "/batch": _post(
                 "Several step/reset ops of different sessions in one request (AgentGym extension); at most "
-                "max_batch_ops ops and max_batch_bytes bytes (GET /health says both; 413 above).",
+                "max_batch_ops ops (422 above, naming the cap) and max_batch_bytes bytes (413 above); GET /health says both.",
                 {"type": "object", "required": ["ops"],
                  "properties": {"ops": {"type": "array", "minItems": 1, "maxItems": max_batch_ops, "items": {
                      "type": "object", "required": ["op", "id"],

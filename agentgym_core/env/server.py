@@ -51,7 +51,7 @@ class ServerSettings:
     #: Most threads running env code (one call per session at a time).
     workers: int = 64
     adapt_workers: bool = True  #: run as many at once as pay off (:mod:`.workers`); False: always ``workers``
-    #: Most ops in one ``POST /batch`` (413 above); the client sends at most 256 (``batching.MAX_BATCH``).
+    #: Most ops in one ``POST /batch`` (422 above, naming the cap); the client sends at most 256 (``batching.MAX_BATCH``).
     max_batch_ops: int = 256
     #: Largest ``POST /batch`` body in bytes (413 above; ``max_body`` too applies).
     max_batch_bytes: int = 1 << 20
@@ -281,7 +281,7 @@ class EnvServer:
 
     async def batch(self, request: Request) -> Response:
         """Many step/reset ops (of different sessions) in one request; each gets its own status. Over
-        ``max_batch_ops`` or ``max_batch_bytes``: a 413 naming the cap. Parsing and encoding run off the loop."""
+        ``max_batch_ops``: a 422 naming the cap; over ``max_batch_bytes``: a 413 naming it. Parsing and encoding run off the loop."""
         settings = self.settings
         raw = await read_raw(request, *batch_limit(settings.max_body, settings.max_batch_bytes), "send fewer ops")
         ops = await self._off_loop(parse_batch, raw, settings.max_batch_ops)

@@ -150,12 +150,13 @@ def json_response(body: Any, status: int = 200, headers: dict[str, str] | None =
 
 
 def too_large(what: str, unit: str, received: int, limit: int, flag: str, fix: str, *,
-              at_least: bool = False) -> HTTPError:
-    """The 413 for a request over one of the server's caps: its body names the cap (``limit``), what came
+              at_least: bool = False, status: int = 413) -> HTTPError:
+    """The error for a request over one of the server's caps (413 for bytes; *status* 422 for a count the
+    schema bounds, as every schema violation is): its body names the cap (``limit``), what came
     (``received``; with *at_least*, what was read before giving up) and the flag that raises the cap."""
     setting = flag.lstrip("-").replace("-", "_")
     got = f"more than {limit}" if at_least else str(received)
-    return HTTPError(413, f"{what} of {got} {unit} exceeds this server's cap of {limit} {unit} ({flag}); {fix}, "
+    return HTTPError(status, f"{what} of {got} {unit} exceeds this server's cap of {limit} {unit} ({flag}); {fix}, "
                           f"or start the server with a higher {flag} (ServerSettings.{setting})",
                      limit=limit, received=received, setting=setting, flag=flag)
 
@@ -204,7 +205,8 @@ async def read_body(request: Request, limit: int, *, required: bool = True) -> d
 
 
 def parse_batch(raw: bytes, max_ops: int) -> list[dict[str, Any]]:
-    """The ops of a ``/batch`` body: a 413 for more than *max_ops*, a 422 naming the first op the schema
+    """The ops of a ``/batch`` body: a 422 naming the cap for more than *max_ops* (the schema's ``maxItems``),
+    a 422 naming the first op the schema
     forbids (:func:`check_batch_op`). Runs in a worker thread: a large body is not parsed on the event loop."""
     ops = parse_object(raw, "/batch").get("ops")
     if not isinstance(ops, list) or not ops:
@@ -212,7 +214,7 @@ def parse_batch(raw: bytes, max_ops: int) -> list[dict[str, Any]]:
                              '[{"op": "step", "id": 0, "action": "turn left", "seq": 3}, {"op": "reset", "id": 1, "data_idx": 7}]')
     if len(ops) > max_ops:
         raise too_large("/batch request", "ops", len(ops), max_ops, "--max-batch-ops",
-                        f"send at most {max_ops} ops per request (the rest in further requests)")
+                        f"send at most {max_ops} ops per request (the rest in further requests)", status=422)
     for index, op in enumerate(ops):
         check_batch_op(index, op)
     return ops
