@@ -35,11 +35,32 @@ def first_task(url: str) -> int:
     return ids["range"][0] if isinstance(ids, dict) else ids[0]
 
 
+def _fuzzer(operation, mode: str, checks: list, url: str, examples: int, row: dict):
+    """A hypothesis test of *operation* in *mode* that records each check failure in *row* and goes on."""
+    from hypothesis import HealthCheck, given, settings
+    from schemathesis import GenerationMode
+
+    @given(case=operation.as_strategy(generation_mode=GenerationMode(mode)))
+    @settings(max_examples=examples, deadline=None, derandomize=True, database=None,
+              suppress_health_check=list(HealthCheck))
+    def fuzz(case):
+        response = case.call(base_url=url, timeout=300)
+        row["requests"] += 1
+        if response.status_code >= 500:
+            row["5xx"] += 1
+        try:
+            case.validate_response(response, checks=checks)
+        except Exception as exc:  # noqa: BLE001 - every check failure is recorded, then the next case
+            first = str(exc).strip().splitlines()
+            key = f"{mode} {operation.method.upper()} {operation.path}: {first[0][:90] if first else type(exc).__name__}"
+            row["failures"][key] += 1
+
+    return fuzz
+
+
 def fuzz_env(name: str, examples: int) -> dict:
     import schemathesis
-    from hypothesis import HealthCheck, given, settings
     from hypothesis.errors import Unsatisfiable
-    from schemathesis import GenerationMode
     from schemathesis.checks import (content_type_conformance, negative_data_rejection, not_a_server_error,
                                      response_schema_conformance, status_code_conformance)
 
@@ -63,21 +84,7 @@ def fuzz_env(name: str, examples: int) -> dict:
             else:  # what the schema forbids is refused (4xx), not run
                 checks += [negative_data_rejection]
             for operation in operations:
-                @given(case=operation.as_strategy(generation_mode=GenerationMode(mode)))
-                @settings(max_examples=examples, deadline=None, derandomize=True, database=None,
-                          suppress_health_check=list(HealthCheck))
-                def fuzz(case):
-                    response = case.call(base_url=url, timeout=300)
-                    row["requests"] += 1
-                    if response.status_code >= 500:
-                        row["5xx"] += 1
-                    try:
-                        case.validate_response(response, checks=checks)
-                    except Exception as exc:  # noqa: BLE001 - every check failure is recorded, then the next case
-                        first = str(exc).strip().splitlines()
-                        key = f"{mode} {operation.method.upper()} {operation.path}: {first[0][:90] if first else type(exc).__name__}"
-                        row["failures"][key] += 1
-
+                fuzz = _fuzzer(operation, mode, checks, url, examples, row)
                 try:
                     fuzz()
                 except Unsatisfiable:  # negative mode: an operation without inputs cannot be made invalid

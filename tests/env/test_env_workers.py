@@ -50,7 +50,7 @@ async def rounds(calls: EnvCalls, work, n: int, until, timeout: float) -> Peak:
     deadline = time.monotonic() + timeout
     while True:
         peak = Peak()
-        await asyncio.gather(*(calls.run(lambda: peak.call(work)) for _ in range(n)))
+        await asyncio.gather(*(calls.run(lambda p=peak: p.call(work)) for _ in range(n)))
         if until() or time.monotonic() > deadline:
             return peak
 
