@@ -200,6 +200,11 @@ def build_env(cfg: Any, manager: Any) -> tuple[Any, Any]:
 
     if "env" not in cfg:
         raise ExpertError("the run config has no 'env' section: say which env the expert plays (env: {name: ...})")
+    urls = list(cfg.env.get("urls") or [])
+    if urls:  # an expert reads the env's own state: it plays an instance in this process, never a server
+        raise ExpertError(f"experts play {cfg.env.name} in this process, not through env servers, so env.urls "
+                          f"({', '.join(map(str, urls))}) would be ignored; drop it (env.urls=[]) to let the expert "
+                          "play here")
     entry = manager.registry("envs").get(cfg.env.name)
     env = build_component(manager, "envs", cfg.env)
     spec = EnvSpec.from_env(env, name=cfg.env.name, distribution=entry.distribution,

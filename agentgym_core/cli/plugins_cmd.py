@@ -32,8 +32,26 @@ def plugins(as_json: bool) -> None:
 LISTABLE = (*KINDS, "loggers")
 
 
+class KindChoice(click.Choice):
+    """A listable kind; the singular (``env``) and any case are read as the kind (``envs``), and anything else
+    is refused with a did-you-mean."""
+
+    def convert(self, value, param, ctx):
+        from agentgym_core.errors import did_you_mean
+        from agentgym_core.registry import SINGULAR
+
+        text = str(value).strip().lower()
+        plural = {v: k for k, v in SINGULAR.items()}.get(text, text)
+        if text == "logger":
+            plural = "loggers"
+        if plural in self.choices:
+            return plural
+        self.fail(f"{value!r} is not a kind of plugin.{did_you_mean(text, self.choices)} Kinds: "
+                  f"{', '.join(self.choices)}", param, ctx)
+
+
 @click.command("list")
-@click.argument("kind", type=click.Choice(LISTABLE))
+@click.argument("kind", type=KindChoice(LISTABLE))
 @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
 def list_components(kind: str, as_json: bool) -> None:
     """List registered components of KIND (envs, rewards, schedulers, backends, trainers, engines, strategies,

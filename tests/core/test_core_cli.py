@@ -37,6 +37,19 @@ def test_close_match_for_misspelt_env(run_cli):
     assert "Traceback" not in res.stderr
 
 
+def test_names_in_another_case_and_singular_kinds_are_understood(run_cli):
+    """`LightsOut` gets a did-you-mean for `lightsout` (case ignored); `agentgym list env` lists the envs, and a
+    kind that is no kind is refused naming the kinds."""
+    env = {"AGENTGYM_DISABLE_PLUGINS": "broken"}
+    res = run_cli("config", "show", "env.name=LightsOut", env=env)
+    assert res.returncode == 1 and "Did you mean 'lightsout'?" in res.stderr and "Traceback" not in res.stderr
+    for kind in ("env", "Envs", "ENV"):
+        res = run_cli("list", kind, env=env)
+        assert res.returncode == 0 and "lightsout" in res.stdout, (kind, res.stderr)
+    res = run_cli("list", "envz", env=env)
+    assert res.returncode == 2 and "'envz' is not a kind of plugin. Did you mean 'envs'?" in res.stderr
+
+
 def test_broken_plugin_one_clear_error_then_disable(run_cli):
     res = run_cli("plugins")
     assert res.returncode == 1

@@ -246,3 +246,16 @@ def test_horizon_note_counts_episodes_cut_at_the_horizon():
     assert "expert" in horizon_note(summary(8, 8), expert=True)
     assert horizon_note({"overall": {"n": 0, "end_reasons": {}}}) is None
     assert "horizon (" in horizon_note({"overall": {"n": 2, "end_reasons": {"max_turns": 2}}})  # no meta: no number
+
+
+def test_experts_refuse_env_urls_instead_of_ignoring_them(tmp_path):
+    """An expert plays the env in this process; env.urls would be silently unused, so eval and demos say so."""
+    pytest.importorskip("agentgym_env_babyai")
+    urls = "env.urls=[http://127.0.0.1:9]"
+    for args in (("eval", "--expert", "heuristic", "env.name=babyai", "--tasks", "1", urls),
+                 ("demos", "babyai", "--expert", "heuristic", "--episodes", "1", "--out", str(tmp_path / "d.jsonl"), urls)):
+        proc = _cli(*args, cwd=tmp_path)
+        assert proc.returncode != 0 and "Traceback" not in proc.stderr, proc.stderr
+        assert "experts play babyai in this process, not through env servers, so env.urls (http://127.0.0.1:9) " \
+               "would be ignored; drop it (env.urls=[])" in proc.stderr, proc.stderr
+    assert not (tmp_path / "d.jsonl").exists()
