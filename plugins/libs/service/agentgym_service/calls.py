@@ -327,6 +327,8 @@ def _check(tool: Tool, param: Any, value: Any) -> Any:
             return [p.strip("\"'") for p in parts if p.strip("\"'")]
         if isinstance(value, list) and all(isinstance(v, (str, int)) and not isinstance(v, bool) for v in value):
             return [str(v).strip() for v in value]
+        if isinstance(value, int) and not isinstance(value, bool):  # one bare id: item_ids=341823
+            return [str(value)]
         raise CallError(f"{where} must be a list of ids like [\"a\", \"b\"], got {_kind(value)}")
     if param.type == "integer":
         if isinstance(value, int) and not isinstance(value, bool):

@@ -41,6 +41,10 @@ def test_lists_enums_and_loose_respond():
     assert parse_call('return_items(order_id="#W1", item_ids="11, 12", payment_method_id=p)', SHOP).args["item_ids"] == [
         "11", "12"]
     assert parse_call('cancel_order("#W1", "No longer needed")', SHOP).args["reason"] == "no longer needed"
+    for ids in ("12", "[12]", '"12"', "[\"12\"]"):  # one id, bare or quoted, alone or in a list, in both forms
+        assert parse_call(f'return_items("#W1", {ids}, "p")', SHOP).args["item_ids"] == ["12"], ids
+        assert parse_call('{"name": "return_items", "arguments": {"order_id": "#W1", "item_ids": %s, '
+                          '"payment_method_id": "p"}}' % ids, SHOP).args["item_ids"] == ["12"], ids
     assert parse_call('respond(Hello "there, how can I help?)', SHOP).args["message"] == 'Hello "there, how can I help?'
     assert parse_call('respond("It\'s \\"fine\\"")', SHOP).args["message"] == 'It\'s "fine"'
 
