@@ -25,21 +25,40 @@ ADAPT_EVERY = 0.5
 SWITCH_INTERVAL = 0.001
 
 
+_seen: dict[str, int] = {}  # thread id -> its ran + waited nanoseconds at the last look
+_total = 0                  # nanoseconds counted so far, threads that have ended included
+_seen_lock = threading.Lock()
+
+
 def busy_seconds() -> float:
-    """Seconds this process's threads have run or waited for a CPU (Linux: each thread's ``schedstat``).
+    """Seconds this process's threads have run or waited for a CPU (Linux: each thread's ``schedstat``),
+    counted so that it never goes down: a thread that ended keeps what it had when last seen (its
+    ``schedstat`` is gone with it), and one that vanishes while being read is skipped.
 
     A thread waiting for the GIL sleeps, so it is not counted; on a loaded machine, the thread holding
     the GIL while it waits for a CPU is: computing env code then keeps a core "busy" however little CPU
     the process gets. Elsewhere: the process's CPU time."""
+    global _total
     try:
-        total = 0
-        for tid in os.listdir("/proc/self/task"):
+        tids = os.listdir("/proc/self/task")
+    except OSError:
+        return time.process_time()
+    now: dict[str, int] = {}
+    for tid in tids:
+        try:
             with open(f"/proc/self/task/{tid}/schedstat", "rb") as stat:
                 ran, waited, _ = stat.read().split()
-            total += int(ran) + int(waited)
-        return total / 1e9
-    except (OSError, ValueError):
+            now[tid] = int(ran) + int(waited)
+        except (OSError, ValueError):  # the thread ended between the listing and the read
+            continue
+    if not now:
         return time.process_time()
+    with _seen_lock:
+        for tid, value in now.items():
+            _total += max(0, value - _seen.get(tid, 0))
+        _seen.clear()
+        _seen.update(now)
+        return _total / 1e9
 
 
 def next_limit(limit: int, busy: float, waited: bool, workers: int) -> int:

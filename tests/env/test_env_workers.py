@@ -133,3 +133,24 @@ def test_busy_seconds_counts_a_computing_thread():
     before = busy_seconds()
     _burn(0.2)
     assert busy_seconds() - before >= 0.15
+
+
+def test_busy_seconds_never_goes_down_when_threads_end():
+    """A thread's time stays counted after it ends (its schedstat is gone with it): the figure the limit is
+    adapted from never drops, so a window in which threads end is not read as a window of negative work."""
+    burned, leave = threading.Event(), threading.Event()
+
+    def work():
+        _burn(0.1)
+        burned.set()
+        leave.wait(10)
+
+    before = busy_seconds()
+    worker = threading.Thread(target=work)
+    worker.start()
+    burned.wait(10)
+    middle = busy_seconds()  # the worker's 0.1 s counted while it lives
+    leave.set()
+    worker.join()
+    after = busy_seconds()  # ... and still once it has ended
+    assert middle - before >= 0.08 and after >= middle
