@@ -42,14 +42,16 @@ class ComponentImportError(AgentGymError):
 
 
 def close_matches(word: str, choices: Iterable[str], n: int = 3) -> list[str]:
-    """Names in *choices* that look like *word* (for "did you mean ..."), case ignored: ``BabyAI`` finds
-    ``babyai`` first."""
+    """Names in *choices* that look like *word* (for "did you mean ..."): the same name in another case first
+    (``BabyAI`` finds ``babyai``), then close spellings; case is ignored only when nothing is close as written."""
     choices = list(choices)
     same = [c for c in choices if c.lower() == word.lower() and c != word]
-    by_lower: dict[str, str] = {}
-    for c in choices:
-        by_lower.setdefault(c.lower(), c)
-    near = [by_lower[m] for m in difflib.get_close_matches(word.lower(), list(by_lower), n=n, cutoff=0.6)]
+    near = difflib.get_close_matches(word, choices, n=n, cutoff=0.6)
+    if not near and not same:
+        by_lower: dict[str, str] = {}
+        for c in choices:
+            by_lower.setdefault(c.lower(), c)
+        near = [by_lower[m] for m in difflib.get_close_matches(word.lower(), list(by_lower), n=n, cutoff=0.6)]
     return list(dict.fromkeys(same + near))[:n]
 
 
