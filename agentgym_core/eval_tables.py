@@ -48,11 +48,7 @@ def table_rows(summary: Mapping[str, Any]) -> tuple[list[str], list[list[str]]]:
     headers = (["category"] + [METRIC_LABELS[key].format(k=k) for key in keys]
                + [f"by attempt {j}" for j in attempts] + ["end reasons"])
     rows = []
-    overall = summary.get("overall")
-    if not overall:
-        from .evaluation import metrics_row
-
-        overall = metrics_row([], k)
+    overall = summary.get("overall") or {"n": 0, "tasks": 0}  # no episodes: zero counts, no rates
     named = [("overall", overall)]
     named += list((summary.get("categories") or {}).items())
     for name, row in named:
