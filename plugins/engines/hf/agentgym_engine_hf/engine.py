@@ -36,25 +36,30 @@ class HFEngine(Engine):
         dtype: str | torch.dtype = "auto",
         chat_template: str | None = None,
         max_context: int | None = None,
+        own_weights: bool = False,
         **options: Any,
     ) -> None:
         """*model*: a path or alias (the engine loads its own copy) or a live ``nn.Module`` with its
         *tokenizer* (the trainer's policy). *dtype*, *chat_template* and *max_context* come from the
         ``model`` section; *options* are :class:`HFEngineConfig`'s fields (an unknown one fails
         with the valid names). *max_context* is the rollout's bound, kept for reference: the
-        engine generates what it is asked to."""
+        engine generates what it is asked to. *own_weights*: the module given is the engine's own
+        copy (the trainer's bf16 copy of fp32 master weights), kept current by :meth:`update_weights`
+        rather than shared with the trainer."""
         settings = engine_settings(HFEngineConfig, options, "hf")
         self.settings = settings
         self.max_context = max_context
         if settings.threads > 0:
             torch.set_num_threads(settings.threads)
-        if isinstance(model, (str, bytes)) or hasattr(model, "__fspath__"):
+        loaded = isinstance(model, (str, bytes)) or hasattr(model, "__fspath__")
+        if loaded:
             model, loaded_tok = load_model(str(model), dtype=dtype, device=settings.device,
                                            chat_template=chat_template)
             tokenizer = tokenizer or loaded_tok
             self.shares_weights = False
         else:
-            self.shares_weights = True  # the trainer's live policy: its updates are seen directly
+            # The trainer's live policy (its updates are seen directly), or a copy it hands over.
+            self.shares_weights = not own_weights
             if tokenizer is None:
                 raise ValueError("HFEngine(model=<nn.Module>) needs tokenizer=")
         if tokenizer is None:
@@ -63,7 +68,7 @@ class HFEngine(Engine):
         self._tokenizer = prepare_tokenizer(tokenizer, chat_template)
         self.device = next(model.parameters()).device
         self.max_batch_size = settings.max_batch_size  # what rollout's batcher sends at once
-        self.dtype = resolve_dtype(dtype, self.device) if not self.shares_weights else next(model.parameters()).dtype
+        self.dtype = resolve_dtype(dtype, self.device) if loaded else next(model.parameters()).dtype
         eos = tokenizer.eos_token_id
         base = model.get_base_model() if hasattr(model, "get_base_model") else model
         target = DecodeTarget(model=model, tokenizer=self._tokenizer, device=self.device, cache_arg=cache_arg(base),

@@ -17,6 +17,7 @@ import torch
 from transformers import DynamicCache
 
 from agentgym_core.engine import GenerationRequest, GenerationResult
+from agentgym_core.profiling import phase
 from agentgym_hf.kvcache import KV, SlabCache, append, buffers, grown, layers, left_padded, out_cache
 
 from .common import (PREFIX_CANDIDATES, DecodeTarget, check_request, common_prefix, eval_mode, hits_stop,
@@ -117,7 +118,9 @@ class PlainDecoder:
             device = self.target.device
             new = torch.tensor([prompt[reuse:]], device=device)
             positions = torch.arange(reuse, len(prompt), device=device)[None]
-            out = self._forward(input_ids=new, position_ids=positions, cache=past, logits_to_keep=1)
+            n = len(prompt) - reuse
+            with phase("prefill", tokens=n, attended=n * reuse + n * (n + 1) / 2, head=1):
+                out = self._forward(input_ids=new, position_ids=positions, cache=past, logits_to_keep=1)
             kv, logits, ran = buffers(out_cache(out)), out.logits[0, -1].float(), len(prompt) - reuse
         row = Row(
             request=req,
@@ -173,7 +176,8 @@ class PlainDecoder:
             ids = torch.tensor([[r.tokens[-1] if r.finish is None else pad_id] for r in rows], device=device)
             pos = torch.tensor([[r.length + len(r.tokens) - 1] for r in rows], device=device)
             mask = torch.cat([mask, live], dim=1)
-            out = self._forward(input_ids=ids, attention_mask=mask, position_ids=pos, cache=cache)
+            with phase("decode", tokens=len(rows), attended=len(rows) * mask.shape[1], head=len(rows)):
+                out = self._forward(input_ids=ids, attention_mask=mask, position_ids=pos, cache=cache)
             self._sample(rows, out.logits[:, -1])
         final = layers(cache)  # views of the batch buffers
         for i, r in enumerate(rows):

@@ -21,6 +21,8 @@ import torch
 from transformers import DynamicCache
 from transformers.cache_utils import Cache, DynamicLayer
 
+from agentgym_core.profiling import phase
+
 from .sampling import counter_uniforms, sample_fixed, seed_words
 
 #: Attention implementations whose mask format is known here (``sdpa``: boolean, ``eager``:
@@ -257,9 +259,12 @@ def prefill(model: Any, cache_arg: str, kv: SlotKV, layers: int, impl: str, st: 
             valid[i, pad:] = True
         slots = torch.tensor([slot for slot, _, _ in group], device=device)
         length = max(start + len(new) for _, new, start in group)
-        st.logits[slots] = forward_slots(
-            model, cache_arg, kv, layers, impl, ids=ids.to(device), positions=positions.to(device),
-            write=write.to(device), valid=valid.to(device), length=length, rows=slots)
+        work = dict(tokens=tokens, head=len(group),
+                    attended=sum(len(new) * start + len(new) * (len(new) + 1) / 2 for _, new, start in group))
+        with phase("prefill", **work):
+            st.logits[slots] = forward_slots(
+                model, cache_arg, kv, layers, impl, ids=ids.to(device), positions=positions.to(device),
+                write=write.to(device), valid=valid.to(device), length=length, rows=slots)
 
 
 def check_model(model: Any, config: Any, tokenizer: Any, *, cache_arg: str, kv: SlotKV, layers: int, impl: str) -> int:

@@ -26,6 +26,7 @@ from typing import Any
 import torch
 
 from agentgym_core.engine import GenerationRequest, GenerationResult
+from agentgym_core.profiling import phase
 
 from .common import DecodeTarget, check_request, eval_mode, hits_stop
 from .graphs import CudaBackend, GraphFailure, StepGraphs, batch_bucket, length_bucket
@@ -388,6 +389,8 @@ class StaticDecoder:
         for k in range(steps):
             length = length_bucket(top + k + 1, self.kv.capacity, self.graphs.active)
             key = (batch, length, mode, self.kv.version, self.state.stop_ids.shape[1])
-            self.graphs.run(key, lambda may_sync, length=length: decode_step(**run, length=length, may_sync=may_sync), batch)
+            with phase("decode", tokens=batch, attended=batch * length, head=batch):
+                self.graphs.run(key, lambda may_sync, length=length: decode_step(**run, length=length,
+                                                                                  may_sync=may_sync), batch)
             self.steps += 1
             self.row_steps += batch

@@ -12,7 +12,7 @@ import pickle
 import random
 import sys
 from pathlib import Path
-from typing import Any
+from typing import Any, Optional
 
 import numpy as np
 import torch
@@ -53,6 +53,65 @@ def with_adapters(lm: nn.Module, settings: Any, checkpoint: Path | None = None) 
             return PeftModel.from_pretrained(lm, str(checkpoint), is_trainable=True)
     s = settings
     return apply_lora(lm, s.lora_r, s.lora_alpha, s.lora_dropout, s.lora_targets, s.lora_layers)
+
+
+@torch.no_grad()
+def plain_state_dict(lm: nn.Module, state: Optional[dict[str, torch.Tensor]] = None, *,
+                     adapted_only: bool = False) -> dict[str, torch.Tensor]:
+    """The policy's weights under the base model's names, LoRA adapters merged in.
+
+    What an engine holding its own copy of the model (vLLM, or any engine under FSDP) loads
+    after each update; the live model is left as it is (no ``merge_and_unload``). *state* is
+    ``lm``'s full state dict when its own tensors are sharded (FSDP: gathered by the caller).
+    *adapted_only*: of a LoRA model, only the merged weights of the adapted layers (the rest is
+    frozen, so an engine that already holds it needs only these after an update).
+    """
+    state = {k: v.detach() for k, v in (lm.state_dict() if state is None else state).items()}
+    if not hasattr(lm, "get_base_model"):
+        return state
+    prefix = "base_model.model."  # a peft model's names: base_model.model.<the base model's names>
+    out: dict[str, torch.Tensor] = {}
+    for name, module in lm.get_base_model().named_modules():
+        if getattr(module, "base_layer", None) is None or not hasattr(module, "lora_A"):
+            continue
+        key = f"{prefix}{name}"
+        weight = state[f"{key}.base_layer.weight"].to(torch.float32, copy=True)  # merged in fp32 (a bf16 base too)
+        for adapter in module.active_adapters:
+            if adapter not in module.lora_A:
+                continue
+            delta = state[f"{key}.lora_B.{adapter}.weight"].float() @ state[f"{key}.lora_A.{adapter}.weight"].float()
+            if getattr(module, "fan_in_fan_out", False):
+                delta = delta.T
+            weight += delta * module.scaling[adapter]
+        out[f"{name}.weight"] = weight
+        if f"{key}.base_layer.bias" in state:
+            out[f"{name}.bias"] = state[f"{key}.base_layer.bias"]
+    if adapted_only:
+        return out
+    for key, value in state.items():
+        if ".base_layer." not in key and "lora_" not in key:
+            out.setdefault(key.removeprefix(prefix), value)
+    return out
+
+
+@torch.no_grad()
+def engine_copy(lm: nn.Module, dtype: torch.dtype) -> nn.Module:
+    """A frozen copy of *lm* in *dtype* for the rollout engine to sample from, LoRA adapters merged
+    in: the trainer keeps fp32 master weights and updates them under bf16 autocast while the engine
+    decodes in bf16 (the live fp32 model would decode at fp32 speed); :func:`plain_state_dict`
+    refreshes the copy after each update. Each weight is cast as it is copied, so no second fp32
+    copy of the model is ever held."""
+    import copy
+
+    memo: dict[int, Any] = {id(p): nn.Parameter(p.detach().to(dtype), requires_grad=False) for p in lm.parameters()}
+    model = copy.deepcopy(lm, memo)  # tied weights stay tied: one parameter, one copy
+    if hasattr(model, "merge_and_unload"):
+        model = model.merge_and_unload()
+    missing, unexpected = model.load_state_dict(plain_state_dict(lm), strict=False)  # merged in fp32, then cast
+    if unexpected or len(missing) == len(model.state_dict()):
+        raise RuntimeError(f"engine_copy: the policy's weights do not fit the merged copy (unexpected {unexpected[:3]})")
+    model.to(dtype).requires_grad_(False)
+    return model.eval()
 
 
 def enable_checkpointing(lm: nn.Module) -> None:

@@ -112,7 +112,10 @@ def check_run_fits(config: Any, settings: Any, device: Any, world: int, bf16: bo
     params, model_config = count_parameters(config.model.path)
     trained = params if settings.finetune == "full" else lora_parameters(model_config, settings)
     engine_bytes = 2 if config.model.dtype in ("auto", "bf16", "fp16") and bf16 else 4
-    need = estimate(params, trained, settings, world=world, engine_copy=settings.strategy == "fsdp",
+    # FSDP's engine holds its own copy; so does the hf engine's bf16 decoding (RLTrainer.bf16_engine_copy).
+    engine_copy = settings.strategy == "fsdp" or (config.model.dtype in ("auto", "bf16") and bf16
+                                                  and config.engine.name == "hf")
+    need = estimate(params, trained, settings, world=world, engine_copy=engine_copy,
                     engine_bytes=engine_bytes)
     check_fits(need, free_memory(device), str(device), params=params, world=world, settings=settings)
 

@@ -15,7 +15,7 @@ import torch
 from torch import nn
 
 from agentgym_hf.logprobs import token_logprobs
-from agentgym_hf.training import apply_lora  # noqa: F401  (re-exported: agentgym_trainer_rl.apply_lora)
+from agentgym_hf.training import apply_lora, engine_copy, plain_state_dict  # noqa: F401  (re-exported)
 
 from .batch import PrefixPlan
 
@@ -151,40 +151,6 @@ def load_lm(path: str, *, dtype: str = "fp32", chat_template: str | None = None)
 
     return load_model(path, dtype=dtype, device="cpu", chat_template=chat_template)
 
-
-
-@torch.no_grad()
-def plain_state_dict(lm: nn.Module, state: Optional[dict[str, torch.Tensor]] = None) -> dict[str, torch.Tensor]:
-    """The policy's weights under the base model's names, LoRA adapters merged in.
-
-    What an engine holding its own copy of the model (vLLM, or any engine under FSDP) loads
-    after each update; the live model is left as it is (no ``merge_and_unload``). *state* is
-    ``lm``'s full state dict when its own tensors are sharded (FSDP: gathered by the caller).
-    """
-    state = {k: v.detach() for k, v in (lm.state_dict() if state is None else state).items()}
-    if not hasattr(lm, "get_base_model"):
-        return state
-    prefix = "base_model.model."  # a peft model's names: base_model.model.<the base model's names>
-    out: dict[str, torch.Tensor] = {}
-    for name, module in lm.get_base_model().named_modules():
-        if getattr(module, "base_layer", None) is None or not hasattr(module, "lora_A"):
-            continue
-        key = f"{prefix}{name}"
-        weight = state[f"{key}.base_layer.weight"].clone()
-        for adapter in module.active_adapters:
-            if adapter not in module.lora_A:
-                continue
-            delta = state[f"{key}.lora_B.{adapter}.weight"].float() @ state[f"{key}.lora_A.{adapter}.weight"].float()
-            if getattr(module, "fan_in_fan_out", False):
-                delta = delta.T
-            weight += (delta * module.scaling[adapter]).to(weight.dtype)
-        out[f"{name}.weight"] = weight
-        if f"{key}.base_layer.bias" in state:
-            out[f"{name}.bias"] = state[f"{key}.base_layer.bias"]
-    for key, value in state.items():
-        if ".base_layer." not in key and "lora_" not in key:
-            out.setdefault(key.removeprefix(prefix), value)
-    return out
 
 
 def frozen_copy(lm: nn.Module) -> nn.Module:

@@ -26,7 +26,7 @@ from .config import RLConfig, UpdateConfig
 from .fsdp import FSDPStrategy
 from .memory import check_run_fits, out_of_memory
 from .optim import make_optimizer
-from .policy import PolicyModule, frozen_copy, load_lm, plain_state_dict
+from .policy import PolicyModule, engine_copy, frozen_copy, load_lm, plain_state_dict
 from .registry import ESTIMATORS
 from .reporting import param_hash, postfix, step_metrics
 from .sampling import SignalWatch, informative_groups, keep_groups
@@ -88,6 +88,10 @@ class RLTrainer(Trainer):
                                      chat_template=cfg.model.chat_template)
         lm.to(self.accelerator.device)
         self.bf16 = cfg.model.dtype in ("auto", "bf16") and self.backend.supports_bf16()
+        #: The hf engine decodes in bf16 from a copy of the policy (the update autocasts the fp32
+        #: master weights to bf16; sampling from them directly would run in fp32). FSDP's engine
+        #: loads its own copy in the model's dtype anyway.
+        self.bf16_engine_copy = self.bf16 and cfg.engine.name == "hf" and tc.strategy != "fsdp"
         if tc.gradient_checkpointing:
             enable_checkpointing(lm)
         self.algorithm = ESTIMATORS.get(tc.algorithm)
@@ -130,6 +134,8 @@ class RLTrainer(Trainer):
             on_device = {"device": str(self.accelerator.device)} if "device" in getattr(
                 engine_options, "__dataclass_fields__", {}) else {}  # (vLLM places itself)
             self.parts.load_engine(self.config.model.path, **on_device)
+        elif self.bf16_engine_copy:  # bf16 decoding from the fp32 master weights: a copy, synced after updates
+            self.parts.load_engine(engine_copy(self.module.lm, torch.bfloat16), self.tokenizer, own_weights=True)
         else:  # the engine runs the live policy
             self.parts.load_engine(self.module.lm, self.tokenizer)
         self.engine, self.scheduler = self.parts.engine, self.parts.scheduler
@@ -175,8 +181,9 @@ class RLTrainer(Trainer):
         elif self.fsdp:  # every process gathers the full weights (collective) and loads its engine's copy
             full = self.dist.full_state_dict(self.module.lm, main_only=False)
             self.engine.update_weights(plain_state_dict(self.module.lm, full))
-        else:
-            self.engine.update_weights(plain_state_dict(self.module.lm))
+        else:  # (only the adapted layers' weights change in a LoRA run: the rest of the engine's copy is current)
+            lora = self.settings.finetune == "lora" and self.bf16_engine_copy
+            self.engine.update_weights(plain_state_dict(self.module.lm, adapted_only=lora))
         return time.perf_counter() - start
 
     def save(self, step: int, last: dict[str, float], nonfinite: int) -> Optional[Path]:

@@ -13,6 +13,8 @@ from typing import Any, Optional
 
 import torch
 
+from agentgym_core.profiling import phase, profiling
+
 from .algorithms import EstimatorOptions, lone_groups
 from .config import UpdateConfig, effective_loss_agg
 from .batch import Batch, PrefixPlan
@@ -68,6 +70,7 @@ class Updater:
         self.policy_loss = POLICY_LOSSES.get(opts.policy_loss).loss
         self.norm_tokens = opts.loss_norm_tokens if opts.loss_norm_tokens is not None else 1.0
         self._stats: dict[str, float] = {}  # the step's estimator metrics (lone_groups)
+        self._work: dict[str, float] = {}  # the last forward's work counts, while profiling
         self._kl_sum = self._kl_count = 0.0  # the last update's summed token KL and token count
 
     def state_dict(self) -> dict[str, Any]:
@@ -159,7 +162,9 @@ class Updater:
         plan = self._plan(src)
         args = (self._to(src.input_ids), self._to(src.attention_mask), self._to(src.loss_mask))
         context = module.reference() if reference else contextlib.nullcontext()
-        with context:
+        self._work = forward_work(src.attention_mask, src.loss_mask, plan) if profiling() else {}
+        name = "score forward" if not torch.is_grad_enabled() else "update forward"
+        with context, phase(name, **self._work):
             out = module(*args, with_entropy=with_entropy, plan=plan)
         if rows is not None:
             out = {k: rows.to_episodes(v) for k, v in out.items()}
@@ -388,7 +393,7 @@ class Updater:
                     shared += saved
                     run += ran
                     loss = self.micro_batch_loss(out, mb, norm, first_epoch, add)
-                    with sync():
+                    with sync(), phase("backward", **self._work):
                         if self.accelerator is not None:
                             self.accelerator.backward(loss)
                         else:
@@ -398,19 +403,20 @@ class Updater:
                     for p in params:  # so AdamW's moments and weight decay still move the weights
                         if p.grad is None:
                             p.grad = torch.zeros_like(p)
-                if self.accelerator is not None:
-                    grad_norm = self.accelerator.clip_grad_norm_(params, o.max_grad_norm)
-                else:
-                    grad_norm = torch.nn.utils.clip_grad_norm_(params, o.max_grad_norm)
-                grad_norm = float(grad_norm)
-                if math.isfinite(grad_norm) and math.isfinite(local_loss):
-                    self.optimizer.step()
-                    updates += 1
-                    add("grad_norm", grad_norm)
-                    add("loss", local_loss)
-                else:
-                    skipped += 1
-                self.optimizer.zero_grad(set_to_none=True)
+                with phase("optimizer", params=sum(p.numel() for p in params) if profiling() else 0):
+                    if self.accelerator is not None:
+                        grad_norm = self.accelerator.clip_grad_norm_(params, o.max_grad_norm)
+                    else:
+                        grad_norm = torch.nn.utils.clip_grad_norm_(params, o.max_grad_norm)
+                    grad_norm = float(grad_norm)
+                    if math.isfinite(grad_norm) and math.isfinite(local_loss):
+                        self.optimizer.step()
+                        updates += 1
+                        add("grad_norm", grad_norm)
+                        add("loss", local_loss)
+                    else:
+                        skipped += 1
+                    self.optimizer.zero_grad(set_to_none=True)
         metrics = {k: sums[k] / max(counts[k], 1e-9) for k in sums}
         if "sampler_logp_diff" in sums:  # (a max, not a mean)
             metrics["sampler_logp_diff_max"] = self._diff_max
@@ -427,3 +433,18 @@ class Updater:
             metrics["segments_per_episode"] = sum(len(s) if s else 1 for s in batch.segments) / len(batch)
         metrics.setdefault("loss", float("nan"))
         return metrics
+
+
+def forward_work(attention_mask: torch.Tensor, loss_mask: torch.Tensor, plan: Optional[PrefixPlan]) -> dict[str, float]:
+    """What one policy forward over these rows computes, for :mod:`agentgym_core.profiling`: ``tokens``
+    run (real tokens, less those a shared prefix ran once for many rows), ``attended`` (query-key pairs
+    of causal attention over them) and ``head`` (positions the LM head ran: the trained ones)."""
+    lengths = attention_mask.sum(dim=1).double()
+    tokens = float(lengths.sum())
+    attended = float((lengths * (lengths + 1) / 2).sum())
+    if plan is not None and plan.shares:
+        tokens -= plan.saved_tokens
+        for rows, p in plan.segments:  # each row's shared prefix ran once: its pairs, less once per segment
+            if p > 0:
+                attended -= (len(rows) - 1) * p * (p + 1) / 2
+    return {"tokens": tokens, "attended": attended, "head": float((loss_mask[:, 1:] > 0).sum())}

@@ -25,6 +25,29 @@ def tiny_config(model: Path, out: Path, name: str = "tiny", **extra: str | None)
     return [f"{k}={v}" for k, v in items.items() if v is not None]
 
 
+def train_two_steps(plugin_manager, register_plugin, model: Path, out: Path, name: str, finetune: str,
+                    **extra: str | None):
+    """Register babyai, the hf engine, the rl trainer and ScalingInter-RL, train two steps of a tiny
+    run (one turn, a gradient in every group through the entropy term) and return the trainer."""
+    import torch
+
+    from agentgym_core.config import build_component, load_config
+
+    for mod in ("agentgym_env_babyai.plugin", "agentgym_engine_hf.plugin", "agentgym_trainer_rl.plugin",
+                "agentgym_scheduler_scaling.plugin"):
+        register_plugin(__import__(mod, fromlist=["x"]), mod)
+    torch.set_num_threads(1)
+    overrides = tiny_config(model, out, name=name, **{
+        "trainer.steps": "2", "trainer.finetune": finetune, "trainer.lr": "5e-2",
+        "trainer.lora_targets": "[q_proj,v_proj]", "trainer.save_every": "0", "rollout.concurrency": "1",
+        "trainer.entropy_coef": "0.1",  # a gradient even when every episode of a group scores the same
+        "scheduler.rounds": "[1]", **extra})
+    cfg = load_config(None, overrides, plugin_manager)
+    trainer = build_component(plugin_manager, "trainers", cfg.trainer, cfg, plugin_manager)
+    trainer.fit()
+    return trainer
+
+
 def own_copy_engine_class(dtype: str = "fp32"):
     """An hf engine that loads its own copy of the weights from the model's folder, as vLLM does.
 

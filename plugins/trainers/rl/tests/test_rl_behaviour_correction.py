@@ -89,8 +89,9 @@ def test_an_engine_in_another_precision_shows_in_the_metric(tmp_path, plugin_man
                                                             native_bf16):
     """Without native bf16 the trainer computes in fp32: an engine sampling in bf16 gives other log-probs
     for the same tokens, the live fp32 engine the same ones (to float rounding). With native bf16
-    (``model.dtype: auto``) the trainer autocasts to bf16 while the live engine samples from the fp32
-    weights: the metric shows that gap too. Both run on any machine (AGENTGYM_CPU_BF16)."""
+    (``model.dtype: auto``) the trainer autocasts to bf16 while the hf engine samples from its bf16 copy
+    of the weights (other kernels, other rounding): the metric shows that gap too. Both run on any
+    machine (AGENTGYM_CPU_BF16)."""
     pytest.importorskip("agentgym_env_babyai")
     from agentgym_core.config import build_component, load_config
 
@@ -115,7 +116,7 @@ def test_an_engine_in_another_precision_shows_in_the_metric(tmp_path, plugin_man
     # bf16 rounding moves every log-prob (measured 3.7e-4 mean on this near-uniform tiny model)
     assert diffs["hf_bf16_copy"][0] > 1e-4, diffs
     assert diffs["hf_bf16_copy"][1] >= diffs["hf_bf16_copy"][0]
-    if native_bf16:  # the fp32 live engine against the bf16-autocast trainer
+    if native_bf16:  # the engine's bf16 copy against the bf16-autocast trainer
         assert diffs["hf"][0] > 1e-4, diffs
     else:  # same weights, same precision: float rounding (measured 5e-7 mean)
         assert diffs["hf"][1] < 1e-5, diffs

@@ -21,7 +21,7 @@ pytest.importorskip("agentgym_engine_hf")
 
 sys.path.insert(0, str(Path(__file__).parent))
 from agentgym_hf.testing import tiny_model_dir  # noqa: E402
-from rl_helpers import tiny_config  # noqa: E402
+from rl_helpers import train_two_steps  # noqa: E402
 
 from agentgym_core import hookimpl  # noqa: E402
 
@@ -68,26 +68,13 @@ def test_plain_state_dict_is_the_merged_model_under_base_names():
 def test_engine_with_its_own_weights_follows_every_update(tmp_path, plugin_manager, register_plugin, finetune):
     from transformers import AutoModelForCausalLM
 
-    from agentgym_core.config import build_component, load_config
     from agentgym_trainer_rl.policy import plain_state_dict
 
-    for mod in ("agentgym_env_babyai.plugin", "agentgym_engine_hf.plugin", "agentgym_trainer_rl.plugin",
-                "agentgym_scheduler_scaling.plugin"):
-        register_plugin(__import__(mod, fromlist=["x"]), mod)
-
     register_plugin(OwnCopyPlugin, "own-copy-engine")
-
-    torch.set_num_threads(1)
     model = tiny_model_dir(tmp_path)
     start = AutoModelForCausalLM.from_pretrained(str(model)).state_dict()
-    overrides = tiny_config(model, tmp_path / "runs", name=finetune, **{
-        "engine.name": "hf_own_copy", "trainer.steps": "2", "trainer.finetune": finetune, "trainer.lr": "5e-2",
-        "trainer.lora_targets": "[q_proj,v_proj]", "trainer.save_every": "0", "rollout.concurrency": "1",
-        "trainer.entropy_coef": "0.1",  # a gradient even when every episode of a group scores the same
-        "scheduler.rounds": "[1]"})
-    cfg = load_config(None, overrides, plugin_manager)
-    trainer = build_component(plugin_manager, "trainers", cfg.trainer, cfg, plugin_manager)
-    trainer.fit()
+    trainer = train_two_steps(plugin_manager, register_plugin, model, tmp_path / "runs", finetune, finetune,
+                              **{"engine.name": "hf_own_copy"})
 
     engine = trainer.engine
     assert engine.shares_weights is False and engine.model is not trainer.module.lm

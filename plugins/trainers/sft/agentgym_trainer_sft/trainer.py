@@ -22,6 +22,7 @@ import torch
 
 from agentgym_core.cursor import TaskCursor
 from agentgym_core.errors import ConfigError
+from agentgym_core.profiling import phase, profiling
 from agentgym_core.trainer import StepResult, Trainer
 
 from .config import SFTConfig
@@ -114,7 +115,8 @@ class SFTTrainer(Trainer):
 
     def build(self) -> None:
         from agentgym_hf.loading import load_model
-        from agentgym_hf.training import enable_checkpointing, make_optimizer, warmup_schedule, with_adapters
+        from agentgym_hf.training import (enable_checkpointing, engine_copy, make_optimizer, warmup_schedule,
+                                          with_adapters)
 
         cfg, s = self.config, self.settings
         torch.manual_seed(cfg.run.seed)
@@ -133,13 +135,20 @@ class SFTTrainer(Trainer):
         self.optimizer = make_optimizer(self.params, s, self.device)
         self.lr_sched = warmup_schedule(self.optimizer, s.warmup_steps)
         self.cursor = TaskCursor(list(range(len(enc.rows))), int(cfg.run.seed), what=f"trainer data {self.data_path()}")
+        self.engine_copy = False
         if "env" in cfg:
             from agentgym_core.demos import check_not_held_out
 
             self.assemble_parts()
             check_not_held_out(self._conversations, self.parts.env, cfg.eval.split)
             self._check_demo_settings()
-            self.parts.load_engine(self.lm, self.tokenizer)
+            #: bf16 evaluation from a copy of the fp32 master weights (the live model would decode in fp32;
+            #: a LoRA model's bf16 base would not run outside autocast), refreshed before each evaluation.
+            self.engine_copy = self.bf16 and cfg.engine.name == "hf"
+            if self.engine_copy:
+                self.parts.load_engine(engine_copy(self.lm, torch.bfloat16), self.tokenizer, own_weights=True)
+            else:
+                self.parts.load_engine(self.lm, self.tokenizer)
 
     def _check_demo_settings(self) -> None:
         """Say when the demonstrations were written for other agent settings than this run's."""
@@ -168,22 +177,26 @@ class SFTTrainer(Trainer):
         t0 = time.perf_counter()
         rows = [enc.rows[i] for i in self.cursor.take(s.batch_size * s.grad_accum)]
         pad = self.tokenizer.pad_token_id or 0
-        micro = [collate(rows[i:i + s.batch_size], pad) for i in range(0, len(rows), s.batch_size)]
+        parts = [rows[i:i + s.batch_size] for i in range(0, len(rows), s.batch_size)]
+        micro = [collate(part, pad) for part in parts]
         total = max(1, sum(b.tokens for b in micro))
         self.optimizer.zero_grad(set_to_none=True)
         loss_sum = correct = 0.0
-        for batch in micro:
-            with self._autocast():
+        for part, batch in zip(parts, micro):
+            work = _work(part, batch) if profiling() else {}
+            with self._autocast(), phase("update forward", **work):
                 nll, right = reply_loss(self.lm, batch, self.device)
-            (nll / total).backward()
+            with phase("backward", **work):
+                (nll / total).backward()
             loss_sum += float(nll.detach())
             correct += float(right)
-        grad_norm = float(torch.nn.utils.clip_grad_norm_(self.params, s.max_grad_norm))
-        updated = math.isfinite(loss_sum) and math.isfinite(grad_norm)
-        if updated:
-            self.optimizer.step()
-        else:
-            self.optimizer.zero_grad(set_to_none=True)
+        with phase("optimizer"):
+            grad_norm = float(torch.nn.utils.clip_grad_norm_(self.params, s.max_grad_norm))
+            updated = math.isfinite(loss_sum) and math.isfinite(grad_norm)
+            if updated:
+                self.optimizer.step()
+            else:
+                self.optimizer.zero_grad(set_to_none=True)
         self.lr_sched.step()
         elapsed = time.perf_counter() - t0
         width = sum(b.input_ids.numel() for b in micro)
@@ -212,7 +225,12 @@ class SFTTrainer(Trainer):
     @contextlib.contextmanager
     def inference(self) -> Iterator[None]:
         self.lm.eval()
-        self.parts.engine.update_weights(self.lm)  # the engine runs the live model: drop what it cached
+        if self.engine_copy:  # the engine's bf16 copy gets the weights trained so far
+            from agentgym_hf.training import plain_state_dict
+
+            self.parts.engine.update_weights(plain_state_dict(self.lm, adapted_only=self.settings.finetune == "lora"))
+        else:
+            self.parts.engine.update_weights(self.lm)  # the engine runs the live model: drop what it cached
         try:
             yield
         finally:
@@ -248,3 +266,11 @@ class SFTTrainer(Trainer):
         self.cursor.load_state_dict(state["cursor"])
         set_rng_state(state["rng"][0])
         return state
+
+
+def _work(rows: list, batch: Any) -> dict[str, float]:
+    """What one forward over *rows* computes (:mod:`agentgym_core.profiling`): tokens, causal query-key
+    pairs (each packed conversation attends only within itself) and LM-head positions (the replies)."""
+    lengths = [len(part.ids) for row in rows for part in row.parts]
+    return {"tokens": float(sum(lengths)), "attended": sum(k * (k + 1) / 2 for k in lengths),
+            "head": float((batch.loss_mask[:, 1:] > 0).sum())}
