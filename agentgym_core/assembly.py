@@ -16,15 +16,21 @@ and is what :func:`~agentgym_core.rollout.runner.rollout` and
 from __future__ import annotations
 
 import dataclasses
-import logging
+import functools
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from .config import build_component
 from .config_schema import SECTIONS, AgentSection, ModelSection, RolloutSection
+from .env.base import BaseEnv
+from .env.launcher import open_env_pool
+from .env.pool import LocalEnvPool
 from .env.spec import EnvSpec
 from .errors import ConfigError
 from .rollout.actions import check_format
+from .rollout.context import window_or_full
+from .rollout.strategy import Strategy
 
 
 @dataclass(frozen=True)
@@ -118,8 +124,6 @@ class RunParts:
         a live ``nn.Module`` with its *tokenizer* (the trainer's policy). Every engine gets the
         ``model`` section's ``dtype``, ``chat_template`` and ``max_context``; *options* override the
         ``engine`` section's (e.g. ``device``)."""
-        from .config import build_component
-
         if self.config is None or self.manager is None:
             raise ConfigError("RunParts.load_engine needs parts made by assemble() (a config and a plugin manager)")
         section = self.config.model
@@ -150,13 +154,32 @@ class RunParts:
             t.rewards = total
 
     async def aclose(self) -> None:
-        """Close the env pool (stopping launched servers) and, if owned, the engine."""
+        """Close the env pool (stopping launched servers), the rewards (:func:`close_rewards`) and, if owned,
+        the engine."""
         try:
             if self.pool is not None:
                 await self.pool.aclose()
         finally:
-            if self.engine is not None and self.owns_engine:
-                self.engine.close()
+            try:
+                close_rewards(self.rewards)
+            finally:
+                if self.engine is not None and self.owns_engine:
+                    self.engine.close()
+
+
+def close_rewards(rewards: Sequence[tuple[Any, float]]) -> None:
+    """Call ``close()`` on each reward component that has one (a model judge: its connections, its event loop
+    thread, a local judge model), every one even if one fails; the first failure is raised after."""
+    failure: BaseException | None = None
+    for fn, _ in rewards:
+        close = getattr(fn, "close", None)
+        if callable(close):
+            try:
+                close()
+            except BaseException as exc:  # noqa: BLE001 - the others are closed first
+                failure = failure or exc
+    if failure is not None:
+        raise failure
 
 
 async def assemble(cfg: Any, manager: Any = None, *, local: bool = False, model: Any = None,
@@ -168,11 +191,8 @@ async def assemble(cfg: Any, manager: Any = None, *, local: bool = False, model:
     is given, the engine (see :meth:`RunParts.load_engine`). On any failure what was opened is
     closed again.
     """
-    from .config import build_component
-    from .env.launcher import open_env_pool
-
     if manager is None:
-        from .plugins import get_plugin_manager
+        from .plugins import get_plugin_manager  # light start-up: pluggy loads when a run is assembled
 
         manager = get_plugin_manager()
     if "env" not in cfg:
@@ -201,11 +221,6 @@ def local_parts(engine: Any, env: Any, *, name: str | None = None, agent: AgentS
     without a run config (``LLMAgent.infer``, tests, benchmarks). *settings* are
     :class:`AgentSettings` fields; *instruction* replaces the env's; *strategy* is a built
     strategy (None: the default); *context* a built context policy (None: from ``history_window``)."""
-    import functools
-
-    from .env.base import BaseEnv
-    from .env.pool import LocalEnvPool
-
     if isinstance(env, BaseEnv):
         instance = env
         factory = functools.partial(_Borrowed, instance)
@@ -226,9 +241,6 @@ def local_parts(engine: Any, env: Any, *, name: str | None = None, agent: AgentS
 
 def context_policy(cfg: Any, manager: Any) -> Any:
     """The context policy of *cfg*: ``agent.context``, or the window ``agent.history_window: K`` stands for."""
-    from .config import build_component
-    from .rollout.context import window_or_full
-
     section, window = cfg.agent.context, int(cfg.agent.history_window)
     if window > 0:
         if section.name != "full":
@@ -241,8 +253,6 @@ def context_policy(cfg: Any, manager: Any) -> Any:
 
 def default_strategy() -> Any:
     """The ``default`` strategy: one episode per task, every reply an action."""
-    from .rollout.strategy import Strategy
-
     return Strategy()
 
 
@@ -257,22 +267,3 @@ class _Borrowed:
 
     def close(self) -> None:
         pass
-
-
-_told: set[tuple[str, str, str]] = set()
-
-
-def say_format_override(parts: RunParts) -> None:
-    """Say once per process that agent.action_format overrides what the env's instruction asks for."""
-    declared, used = check_format(parts.env.action_format), parts.action_format
-    key = (parts.env.name, declared, used)
-    if declared == used or key in _told:
-        return
-    _told.add(key)
-    example = {"react": '"Thought: ... Action: X"', "tags": '"<action>X</action>"', "free": "a bare action"}[declared]
-    read_as = {"react": "'Thought: ... Action: X'", "tags": "<action>X</action>",
-               "free": "the action itself (the whole reply)"}[used]
-    logging.getLogger("agentgym.rollout").warning(
-        "agent.action_format=%s overrides env %r's %s format: its instruction asks for replies like %s, which are "
-        "now read as %s. Drop agent.action_format to use the env's own.", used, parts.env.name, declared, example,
-        read_as)

@@ -4,7 +4,9 @@
 
 Every section is checked before anything starts: an unknown key names its full path and
 the closest valid key; a wrong type or bad value names the key and what is expected; an
-unknown component name lists what is installed.
+unknown component name lists what is installed. A pipeline's ``stages`` are checked here too: each
+stage's config is the file's with the stage's sections on top (:func:`stage_config`), and runs in
+:mod:`agentgym_core.pipeline`.
 """
 from __future__ import annotations
 
@@ -19,9 +21,9 @@ from omegaconf import DictConfig, ListConfig, OmegaConf
 from omegaconf.errors import OmegaConfBaseException
 
 from .errors import AgentGymError, ConfigError, UnknownNameError, did_you_mean
-from .options import refuse_unknown_options
+from .options import check_section, refuse_colon_keys
 from .registry import SINGULAR
-from .config_schema import DEFAULT_REWARDS, SECTIONS, STAGES, SectionSpec
+from .config_schema import DEFAULT_REWARDS, REDACTED, SECRET_KEYS, SECTIONS, STAGES, SectionSpec
 
 
 def load_config(
@@ -180,23 +182,87 @@ def validate(raw: DictConfig, manager: Any = None) -> DictConfig:
             if key == secret_section and out[key].get(secret_key) == REDACTED:
                 out[key][secret_key] = None  # read back from a run directory: use AGENTGYM_ENV_TOKEN
     if STAGES in raw:  # a pipeline: every stage's config is checked now, before the first stage runs
-        from .pipeline import validate_stages
-
         out[STAGES] = validate_stages(OmegaConf.create(out), raw[STAGES], manager)
     cfg = OmegaConf.create(out)
     OmegaConf.set_readonly(cfg, True)
     return cfg
 
 
+# -- pipelines: each stage's config is the file's config with the stage's sections on top -----------
+def stage_overlays(raw_stages: Any) -> list[dict[str, Any]]:
+    """The ``stages`` list as plain dicts, checked: a list of mappings, each with a unique folder-safe ``name``
+    and only sections a stage may set."""
+    if not isinstance(raw_stages, (list, ListConfig)) or not raw_stages:
+        raise ConfigError("'stages' must be a non-empty list of stages, each {name: ..., trainer: {...}, ...}")
+    out, seen = [], set()
+    for i, stage in enumerate(raw_stages):
+        if not isinstance(stage, (dict, DictConfig)):
+            raise ConfigError(f"stages[{i}] must be a mapping such as {{name: sft, trainer: {{name: sft}}}}, got {stage!r}")
+        data = OmegaConf.to_container(stage, resolve=False) if isinstance(stage, DictConfig) else dict(stage)
+        name = data.get("name")
+        if not isinstance(name, str) or not name or "/" in name or name.startswith("."):
+            raise ConfigError(f"stages[{i}].name is required: the stage's folder name in the run directory (e.g. sft)")
+        if name in seen:
+            raise ConfigError(f"stages[{i}].name {name!r} is used twice; each stage needs its own folder name")
+        seen.add(name)
+        for key, value in list(data.items()):
+            if key in SECTIONS and SECTIONS[key].kind and not SECTIONS[key].is_list and isinstance(value, str):
+                data[key] = {"name": value}  # trainer: sft
+        for key in data:
+            if key == "name":
+                continue
+            if key == "run":
+                raise ConfigError(f"stages[{i}] ({name}) sets 'run': the run section is the pipeline's (one run "
+                                  "directory, one seed); set it at the top of the file")
+            if key not in SECTIONS or key == "stages":
+                allowed = ", ".join(k for k in SECTIONS if k != "run")
+                raise ConfigError(f"stages[{i}] ({name}) has an unknown section {key!r}; a stage may set: name, {allowed}")
+        out.append(data)
+    return out
+
+
+def stage_config(base: Any, overlay: dict[str, Any], index: int, *, run_dir: Path, model_path: str | None,
+                 manager: Any) -> Any:
+    """The validated run config of one stage: *base* (without ``stages``) with the stage's sections, its run
+    directory ``run_dir/<name>`` and, after the first stage, the previous stage's model."""
+    data = OmegaConf.to_container(base, resolve=True)
+    data.pop("stages", None)
+    sections = {k: v for k, v in overlay.items() if k != "name"}
+    for key, value in sections.items():  # another component (trainer: sft after rl): its own options only
+        spec = SECTIONS[key]
+        if spec.kind and not spec.is_list and isinstance(value, dict) and value.get("name") not in (
+                None, (data.get(key) or {}).get("name")):
+            data.pop(key, None)
+    if index > 0 and "before" not in (sections.get("eval") or {}):
+        sections.setdefault("eval", {})["before"] = False  # it is the previous stage's "after"
+    merged = OmegaConf.merge(OmegaConf.create(data), OmegaConf.create(sections))
+    merged.run.name, merged.run.output_dir, merged.run.overwrite = overlay["name"], str(run_dir), False
+    if model_path is not None:
+        merged.model.path = model_path
+    try:
+        return validate(merged, manager)
+    except ConfigError as exc:
+        raise ConfigError(f"stages[{index}] ({overlay['name']}): {exc}") from None
+
+
+def validate_stages(base: Any, raw_stages: Any, manager: Any) -> list[dict[str, Any]]:
+    """Check the ``stages`` of a config before anything runs: every stage's merged config must validate."""
+    overlays = stage_overlays(raw_stages)
+    for i, overlay in enumerate(overlays):
+        stage_config(base, overlay, i, run_dir=Path(base.run.output_dir) / base.run.name, model_path=None,
+                     manager=manager)
+    return overlays
+
+
 def _validate_section(path: str, spec: SectionSpec, section: Any, manager: Any, explicit: bool) -> dict:
     if not isinstance(section, DictConfig):
         raise ConfigError(f"config key {path!r} must be a mapping, got {section!r}")
-    _no_colon_keys(path, section)
+    refuse_colon_keys(path, section)
     if spec.kind is None:
         if not spec.nested:
-            return _check(path, spec.dataclass, section)
+            return check_section(path, spec.dataclass, section)
         own = OmegaConf.create({k: section[k] for k in section if k not in spec.nested})
-        result = _check(path, spec.dataclass, own)
+        result = check_section(path, spec.dataclass, own)
         for sub, sub_spec in spec.nested.items():  # agent.strategy: a component of its own
             value = section.get(sub) if sub in section else None
             result[sub] = _validate_section(f"{path}.{sub}", sub_spec, OmegaConf.create({}) if value is None else value,
@@ -238,81 +304,11 @@ def _validate_section(path: str, spec: SectionSpec, section: Any, manager: Any, 
             f"belong to the {SINGULAR[spec.kind]} the file was written for, remove them when switching to {name!r}. "
             f"Valid keys under {path}: {', '.join(sorted(valid))}"
         )
-    result = _check(path, spec.dataclass, OmegaConf.create(core_part))
+    result = check_section(path, spec.dataclass, OmegaConf.create(core_part))
     if comp_cls is not None:
-        result.update(_check(path, comp_cls, rest))
+        result.update(check_section(path, comp_cls, rest))
     result["name"] = name
     return result
-
-
-def _check(path: str, cls: type, section: DictConfig) -> dict:
-    """Validate *section* against dataclass *cls*; return the filled plain dict."""
-    _unknown_keys(path, cls, section)
-    try:
-        merged = OmegaConf.merge(OmegaConf.structured(cls), section)
-        obj = OmegaConf.to_object(merged)  # runs __post_init__ checks
-    except OmegaConfBaseException as exc:
-        key = getattr(exc, "full_key", None) or ""
-        msg = str(exc).splitlines()[0]
-        where = f"{path}.{key}" if key else path
-        raise ConfigError(f"config key '{where}': {msg}") from None
-    except (ValueError, TypeError) as exc:
-        raise ConfigError(f"config section '{path}': {exc}") from None
-    return dataclasses.asdict(obj) if dataclasses.is_dataclass(obj) else dict(obj)
-
-
-def _no_colon_keys(path: str, section: DictConfig) -> None:
-    """``{name:success}`` (no space after the colon) is the one key ``name:success`` in YAML."""
-    for key, value in OmegaConf.to_container(section, resolve=False).items():
-        key = str(key)
-        if ":" in key and value is None:
-            name, _, given = key.partition(":")
-            raise ConfigError(
-                f"config key '{path}' has the key {key!r}: write '{name}: {given}' with a space after "
-                f"the colon (without it YAML reads one key, '{key}')"
-            )
-
-
-def _unknown_keys(path: str, cls: type, section: Any) -> None:
-    if not dataclasses.is_dataclass(cls) or not isinstance(section, DictConfig):
-        return
-    _no_colon_keys(path, section)
-    fields = {f.name: f for f in dataclasses.fields(cls)}
-    for key in section:
-        if key not in fields:
-            raise ConfigError(
-                f"unknown config key '{path}.{key}'.{did_you_mean(str(key), fields)} "
-                f"Valid keys under {path}: {', '.join(sorted(fields))}"
-            )
-        sub = fields[key]
-        sub_type = sub.type
-        default = sub.default_factory() if sub.default_factory is not dataclasses.MISSING else sub.default  # type: ignore[misc]
-        if dataclasses.is_dataclass(default):
-            _unknown_keys(f"{path}.{key}", type(default), section[key])
-        elif isinstance(sub_type, type) and dataclasses.is_dataclass(sub_type):
-            _unknown_keys(f"{path}.{key}", sub_type, section[key])
-
-
-def check_options(what: str, cls: type | None, options: dict[str, Any]) -> None:
-    """Check a component's keyword *options* (``--options``, code) as a config section is.
-
-    Unknown keys fail with a "did you mean" and the valid ones; wrong types and the config
-    dataclass's own checks fail naming the option. *what* names the component in messages
-    (``"env 'babyai'"``). Values a config file cannot hold (objects passed from code) are left
-    to the component.
-    """
-    if cls is None or not dataclasses.is_dataclass(cls):
-        return
-    refuse_unknown_options(what, cls, options)
-    try:
-        section = OmegaConf.create(dict(options))
-    except OmegaConfBaseException:
-        return
-    try:
-        _check("options", cls, section)
-    except ConfigError as exc:
-        msg = str(exc).replace("config key 'options.", "option '").replace("config section 'options'", "options")
-        raise ConfigError(f"{what}: {msg}") from None
 
 
 def component_options(cfg_section: Any, kind: str, manager: Any) -> dict[str, Any]:
@@ -339,11 +335,6 @@ def build_component(manager: Any, kind: str, cfg_section: Any, *args: Any, **ext
         return cls(*args, **options)
     except (TypeError, ValueError) as exc:
         raise ConfigError(f"cannot build {SINGULAR[kind]} {name!r} from its config: {exc}") from exc
-
-
-#: Config keys that hold secrets: written as REDACTED to run directories and printouts.
-SECRET_KEYS = (("env", "token"),)
-REDACTED = "<redacted>"
 
 
 def to_yaml(cfg: DictConfig, *, redact: bool = True) -> str:

@@ -246,6 +246,10 @@ SECTIONS: dict[str, SectionSpec] = {
 
 DEFAULT_REWARDS: list[dict[str, Any]] = [{"name": "success", "weight": 1.0}]
 
+#: Config keys that hold secrets: written as REDACTED to run directories and printouts.
+SECRET_KEYS = (("env", "token"),)
+REDACTED = "<redacted>"
+
 #: The key of a pipeline's stages: a list of ``{name: <folder>, <section>: {...}, ...}``, each stage's
 #: sections merged onto the rest of the file (:mod:`agentgym_core.pipeline`).
 STAGES = "stages"

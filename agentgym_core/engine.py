@@ -9,6 +9,8 @@ from concurrent.futures import Future
 from dataclasses import dataclass, field
 from typing import Any, Optional
 
+from .options import check_options
+
 
 @dataclass
 class SamplingParams:
@@ -55,8 +57,6 @@ def engine_settings(config_cls: type, options: dict[str, Any], name: str) -> Any
     max_context, **options)``: the first keywords come from the ``model`` section, *options*
     are its ``Config``'s fields.
     """
-    from .config import check_options
-
     check_options(f"engine {name!r}", config_cls, options)
     return config_cls(**options)
 

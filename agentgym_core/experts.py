@@ -167,7 +167,7 @@ def evaluate_expert(expert: Expert, env: Any, spec: Any, plan: Any, *, name: str
     over ``plan.split``), horizon and summary format, so ``agentgym eval --compare`` sets it beside models.
     *rewards* (``(component, weight)`` pairs): those that judge (``score_batch``) add ``summary["judged"]``."""
     from .evaluation import ProgressLine, eval_tasks, judged_scores, select_tasks, summarize
-    from .rollout.runner import dump_trajectories
+    from .rollout.trajectory import dump_trajectories
 
     ids = select_tasks(spec.ids(plan.split), plan.tasks)
     say = ProgressLine(label) if label else None

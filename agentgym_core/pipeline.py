@@ -28,7 +28,9 @@ import time
 from pathlib import Path
 from typing import Any
 
-from .errors import AgentGymError, ConfigError
+from .config import build_component, stage_config, stage_overlays, to_yaml
+from .errors import AgentGymError
+from .rundir import RunDir
 
 #: The file that marks a pipeline's run directory.
 STATE_FILE = "pipeline.json"
@@ -36,81 +38,6 @@ STATE_FILE = "pipeline.json"
 
 def is_pipeline_dir(path: str | Path) -> bool:
     return (Path(path) / STATE_FILE).is_file()
-
-
-def stage_overlays(raw_stages: Any) -> list[dict[str, Any]]:
-    """The ``stages`` list as plain dicts, checked: a list of mappings, each with a unique folder-safe ``name``
-    and only sections a stage may set."""
-    from omegaconf import DictConfig, ListConfig, OmegaConf
-
-    from .config_schema import SECTIONS
-
-    if not isinstance(raw_stages, (list, ListConfig)) or not raw_stages:
-        raise ConfigError("'stages' must be a non-empty list of stages, each {name: ..., trainer: {...}, ...}")
-    out, seen = [], set()
-    for i, stage in enumerate(raw_stages):
-        if not isinstance(stage, (dict, DictConfig)):
-            raise ConfigError(f"stages[{i}] must be a mapping such as {{name: sft, trainer: {{name: sft}}}}, got {stage!r}")
-        data = OmegaConf.to_container(stage, resolve=False) if isinstance(stage, DictConfig) else dict(stage)
-        name = data.get("name")
-        if not isinstance(name, str) or not name or "/" in name or name.startswith("."):
-            raise ConfigError(f"stages[{i}].name is required: the stage's folder name in the run directory (e.g. sft)")
-        if name in seen:
-            raise ConfigError(f"stages[{i}].name {name!r} is used twice; each stage needs its own folder name")
-        seen.add(name)
-        for key, value in list(data.items()):
-            if key in SECTIONS and SECTIONS[key].kind and not SECTIONS[key].is_list and isinstance(value, str):
-                data[key] = {"name": value}  # trainer: sft
-        for key in data:
-            if key == "name":
-                continue
-            if key == "run":
-                raise ConfigError(f"stages[{i}] ({name}) sets 'run': the run section is the pipeline's (one run "
-                                  "directory, one seed); set it at the top of the file")
-            if key not in SECTIONS or key == "stages":
-                allowed = ", ".join(k for k in SECTIONS if k != "run")
-                raise ConfigError(f"stages[{i}] ({name}) has an unknown section {key!r}; a stage may set: name, {allowed}")
-        out.append(data)
-    return out
-
-
-def stage_config(base: Any, overlay: dict[str, Any], index: int, *, run_dir: Path, model_path: str | None,
-                 manager: Any) -> Any:
-    """The validated run config of one stage: *base* (without ``stages``) with the stage's sections, its run
-    directory ``run_dir/<name>`` and, after the first stage, the previous stage's model."""
-    from omegaconf import OmegaConf
-
-    from .config import validate
-
-    from .config_schema import SECTIONS
-
-    data = OmegaConf.to_container(base, resolve=True)
-    data.pop("stages", None)
-    sections = {k: v for k, v in overlay.items() if k != "name"}
-    for key, value in sections.items():  # another component (trainer: sft after rl): its own options only
-        spec = SECTIONS[key]
-        if spec.kind and not spec.is_list and isinstance(value, dict) and value.get("name") not in (
-                None, (data.get(key) or {}).get("name")):
-            data.pop(key, None)
-    if index > 0 and "before" not in (sections.get("eval") or {}):
-        sections.setdefault("eval", {})["before"] = False  # it is the previous stage's "after"
-    merged = OmegaConf.merge(OmegaConf.create(data), OmegaConf.create(sections))
-    merged.run.name, merged.run.output_dir, merged.run.overwrite = overlay["name"], str(run_dir), False
-    if model_path is not None:
-        merged.model.path = model_path
-    try:
-        return validate(merged, manager)
-    except ConfigError as exc:
-        raise ConfigError(f"stages[{index}] ({overlay['name']}): {exc}") from None
-
-
-def validate_stages(base: Any, raw_stages: Any, manager: Any) -> list[dict[str, Any]]:
-    """Check the ``stages`` of a config before anything runs: every stage's merged config must validate."""
-    overlays = stage_overlays(raw_stages)
-    for i, overlay in enumerate(overlays):
-        stage_config(base, overlay, i, run_dir=Path(base.run.output_dir) / base.run.name, model_path=None,
-                     manager=manager)
-    return overlays
 
 
 class PipelineState:
@@ -133,9 +60,6 @@ class PipelineState:
 
 def run_pipeline(cfg: Any, manager: Any, *, resume: str | None = None, echo: Any = print) -> list[dict[str, Any]]:
     """Train every stage of *cfg* in order (see the module docstring); returns the stages' records."""
-    from .config import build_component, to_yaml
-    from .rundir import RunDir
-
     overlays = stage_overlays(cfg.stages)
     root = Path(resume) if resume else Path(cfg.run.output_dir) / cfg.run.name
     if not resume:

@@ -25,7 +25,9 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
+from .config_schema import REDACTED
 from .errors import AgentGymError
+from .rollout.trajectory import dump_trajectories as write_trajectories
 
 
 class RunDirError(AgentGymError):
@@ -273,9 +275,7 @@ class RunDir:
         """Write a step's episodes as ``trajectories/step_N.jsonl``."""
         if not self.writer:
             return None
-        from .rollout.runner import dump_trajectories
-
-        return dump_trajectories(trajectories, self.path / "trajectories", step)
+        return write_trajectories(trajectories, self.path / "trajectories", step)
 
     def trajectory_files(self) -> list[str]:
         """Keys of trajectory files: ``trajectories/step_000001`` ..., then eval dumps, by step."""
@@ -371,8 +371,6 @@ def _atomic_write(target: Path, text: str) -> None:
 def _plain_config(text: str) -> Any:
     """A config.yaml's data, with a redacted env token read as unset (as ``--resume`` reads it)."""
     import yaml
-
-    from .config import REDACTED
 
     data = yaml.safe_load(text) or {}
     if isinstance(data, dict) and isinstance(data.get("env"), dict) and data["env"].get("token") == REDACTED:

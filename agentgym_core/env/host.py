@@ -12,6 +12,7 @@ from collections.abc import Callable
 from typing import Any
 
 from ..errors import AgentGymError
+from ..options import check_options
 from .base import BaseEnv
 from .server import EnvServer, ServerSettings
 
@@ -53,8 +54,6 @@ def env_factory(name: str, options: dict[str, Any] | None = None, *,
     section is (unknown keys with a "did you mean", wrong types), and one env is built
     right away, so that bad options fail here with a clear message, not in a session.
     """
-    from ..config import check_options
-
     cls, distribution, config_cls = _resolve(name, manager)
     options = dict(options or {})
     check_options(f"env {name!r}", config_cls, options)

@@ -21,6 +21,7 @@ import time
 import weakref
 from typing import IO, Any
 
+from ..config_schema import EnvCoreKeys
 from .errors import EnvLaunchError
 from .pool import EnvPool, LocalEnvPool
 
@@ -189,8 +190,6 @@ def split_env_config(env_cfg: Any, manager: Any = None) -> tuple[dict[str, Any],
     """``(core keys, options)`` of an ``env`` config section: what core reads, and the env's own keywords."""
     from omegaconf import DictConfig, OmegaConf
 
-    from ..config_schema import EnvCoreKeys
-
     data = OmegaConf.to_container(env_cfg, resolve=True) if isinstance(env_cfg, DictConfig) else dict(env_cfg)
     names = {f.name for f in dataclasses.fields(EnvCoreKeys)}
     core = dataclasses.asdict(EnvCoreKeys(**{k: v for k, v in data.items() if k in names}))
@@ -206,11 +205,11 @@ def open_env_pool(env_cfg: Any, manager: Any = None, local: bool = False) -> Env
     core, options = split_env_config(env_cfg, manager)
     name = core["name"]
     if local:
-        from .host import resolve_env
+        from .host import resolve_env  # light start-up: the server stack loads only for envs in this process
 
         cls, distribution = resolve_env(name, manager)
         return LocalEnvPool(functools.partial(cls, **options), name=name, distribution=distribution)
-    from .client import HTTPEnvPool
+    from .client import HTTPEnvPool  # light start-up: httpx and tenacity load only for env servers
 
     token = core["token"] or os.environ.get("AGENTGYM_ENV_TOKEN") or None
     client_args = {"token": token, "timeout": core["timeout"], "unavailable_after": core["unavailable_after"]}

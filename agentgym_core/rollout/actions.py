@@ -6,6 +6,7 @@ env (e.g. ``<search>capital of France</search>``). ``free``: the whole reply, st
 """
 from __future__ import annotations
 
+import logging
 import re
 
 FORMATS = ("react", "tags", "free")
@@ -61,3 +62,21 @@ def parse_action(text: str, action_format: str) -> tuple[str | None, str | None]
 def parse_error_observation(reason: str, action_format: str) -> str:
     """The observation the agent sees instead of an env step when its reply had no action."""
     return f"Invalid reply: {reason}. {HINTS[check_format(action_format)]}"
+
+
+_told: set[tuple[str, str, str]] = set()
+
+
+def say_format_override(env_name: str, declared: str, used: str) -> None:
+    """Say once per process that ``agent.action_format`` (*used*) overrides the *declared* format
+    that env *env_name*'s instruction asks for."""
+    key = (env_name, check_format(declared), check_format(used))
+    if declared == used or key in _told:
+        return
+    _told.add(key)
+    example = {"react": '"Thought: ... Action: X"', "tags": '"<action>X</action>"', "free": "a bare action"}[declared]
+    read_as = {"react": "'Thought: ... Action: X'", "tags": "<action>X</action>",
+               "free": "the action itself (the whole reply)"}[used]
+    logging.getLogger("agentgym.rollout").warning(
+        "agent.action_format=%s overrides env %r's %s format: its instruction asks for replies like %s, which are "
+        "now read as %s. Drop agent.action_format to use the env's own.", used, env_name, declared, example, read_as)

@@ -11,17 +11,16 @@ concurrently with other episodes' generation. An env failure ends only its own e
 from __future__ import annotations
 
 import asyncio
-import json
 import os
 import time
 from collections.abc import Callable, Sequence
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..errors import AgentGymError
+from .actions import say_format_override
 from .batcher import GenerationBatcher
 from .loop import EpisodeLoop, Task
-from .trajectory import Trajectory
+from .trajectory import Trajectory, dump_trajectories
 
 if TYPE_CHECKING:
     from ..assembly import RunParts
@@ -52,12 +51,10 @@ async def rollout(
     writes the episodes as JSONL; *stats*, if given, receives timing figures; *progress* is
     called with ``(tasks finished, tasks)`` as each task's last attempt ends.
     """
-    from ..assembly import say_format_override
-
     if parts.engine is None:
         raise AgentGymError("rollout needs an engine: parts.load_engine(model) (or assemble(..., model=...)) first")
     agent, strategy = parts.agent, parts.strategy
-    say_format_override(parts)
+    say_format_override(parts.env.name, parts.env.action_format, parts.action_format)
     seed = agent.seed if seed is _AGENT_SEED else seed
     temp = float(agent.temperature if temperature is None else temperature)
     concurrency = int(agent.concurrency)
@@ -111,14 +108,3 @@ def run_rollout(*args: Any, **kwargs: Any) -> list[Trajectory]:
     except RuntimeError:
         return asyncio.run(rollout(*args, **kwargs))
     raise RuntimeError("run_rollout() was called inside a running event loop; use `await rollout(...)` instead")
-
-
-def dump_trajectories(trajectories: Sequence[Trajectory], path: str | os.PathLike, step: int) -> Path:
-    """Write one JSON line per trajectory: *path* itself if it ends in ``.jsonl``, else ``path/step_XXXXXX.jsonl``."""
-    target = Path(path)
-    if target.suffix != ".jsonl":
-        target = target / f"step_{step:06d}.jsonl"
-    target.parent.mkdir(parents=True, exist_ok=True)
-    with open(target, "w", encoding="utf-8") as f:
-        f.writelines(json.dumps(t.to_dict(), ensure_ascii=False, default=str) + "\n" for t in trajectories)
-    return target

@@ -11,7 +11,11 @@ its prompt (a history window, a pinned plan, any context policy). Nothing is sto
 """
 from __future__ import annotations
 
+import json
+import os
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
+from pathlib import Path
 from typing import Any, Optional
 
 
@@ -110,3 +114,14 @@ class Trajectory:
         data = dict(data)
         data["turns"] = [Turn(**t) for t in data.get("turns", [])]
         return cls(**data)
+
+
+def dump_trajectories(trajectories: Sequence[Trajectory], path: str | os.PathLike, step: int) -> Path:
+    """Write one JSON line per trajectory: *path* itself if it ends in ``.jsonl``, else ``path/step_XXXXXX.jsonl``."""
+    target = Path(path)
+    if target.suffix != ".jsonl":
+        target = target / f"step_{step:06d}.jsonl"
+    target.parent.mkdir(parents=True, exist_ok=True)
+    with open(target, "w", encoding="utf-8") as f:
+        f.writelines(json.dumps(t.to_dict(), ensure_ascii=False, default=str) + "\n" for t in trajectories)
+    return target

@@ -296,7 +296,7 @@ class LLMAgent:
 
 def _build_strategy(name: str, options: dict[str, Any]) -> Any:
     """The registered strategy *name* built with *options*, checked like ``agent.strategy`` in a config."""
-    from agentgym_core.config import check_options
+    from agentgym_core.options import check_options
     from agentgym_core.plugins import get_plugin_manager
 
     entry = get_plugin_manager().registry("strategies").get(name)
