@@ -22,7 +22,7 @@ from omegaconf.errors import OmegaConfBaseException
 
 from .errors import AgentGymError, ConfigError, UnknownNameError, did_you_mean
 from .options import check_section, refuse_colon_keys
-from .registry import SINGULAR
+from .kinds import SINGULAR
 from .config_schema import DEFAULT_REWARDS, REDACTED, SECRET_KEYS, SECTIONS, STAGES, SectionSpec
 
 

@@ -18,7 +18,7 @@ hookspec = pluggy.HookspecMarker(PROJECT)
 hookimpl = pluggy.HookimplMarker(PROJECT)
 
 
-# -- registration -------------------------------------------------------------------------
+# -- registration: one hook per kind of plugin (agentgym_core.kinds) ------------------------
 @hookspec
 def register_envs(registry: Any) -> None:
     """Register environments (:class:`~agentgym_core.env.BaseEnv` subclasses).
@@ -188,16 +188,4 @@ def on_run_end(run_dir: str, metrics: dict, status: str, main: bool) -> None:
     """
 
 
-REGISTRATION_HOOKS = {
-    "envs": "register_envs",
-    "rewards": "register_rewards",
-    "schedulers": "register_schedulers",
-    "backends": "register_backends",
-    "trainers": "register_trainers",
-    "engines": "register_engines",
-    "strategies": "register_strategies",
-    "contexts": "register_context_policies",
-    "commands": "register_commands",
-    "experts": "register_experts",
-}
 LIFECYCLE_HOOKS = ("on_run_start", "on_rollout_end", "on_step_end", "on_checkpoint", "on_run_end")

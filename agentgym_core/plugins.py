@@ -25,7 +25,8 @@ import pluggy
 
 from . import hookspecs
 from .errors import PluginLoadError
-from .registry import KINDS, Registry
+from .kinds import KINDS, REGISTRATION_HOOKS
+from .registry import Registry
 
 ENTRY_POINT_GROUP = "agentgym"
 INTERNAL_PLUGINS = ("agentgym_core.defaults.plugin",)
@@ -148,7 +149,7 @@ class PluginManager:
 
     # -- registries ------------------------------------------------------------------------
     def _register_components(self, only: str | None = None) -> None:
-        for kind, hook_name in hookspecs.REGISTRATION_HOOKS.items():
+        for kind, hook_name in REGISTRATION_HOOKS.items():
             registry = self.registries[kind]
             for impl in getattr(self.pm.hook, hook_name).get_hookimpls():
                 if only is not None and impl.plugin_name != only:

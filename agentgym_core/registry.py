@@ -10,24 +10,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .errors import ComponentImportError, DuplicateNameError, UnknownNameError, did_you_mean
+from .kinds import KINDS, SINGULAR
 
-#: The plugin kinds, in the order the CLI lists them.
-KINDS = ("envs", "rewards", "schedulers", "backends", "trainers", "engines", "strategies", "contexts", "commands",
-         "experts")
-
-#: Singular noun per kind, for messages ("unknown env 'x'").
-SINGULAR = {
-    "envs": "env",
-    "rewards": "reward",
-    "schedulers": "scheduler",
-    "backends": "backend",
-    "trainers": "trainer",
-    "engines": "engine",
-    "strategies": "strategy",
-    "contexts": "context policy",
-    "commands": "command",
-    "experts": "expert",
-}
 
 def provider_hint(noun: str, name: str, provider: str) -> str:
     """How to get component *name* (a *noun*: "env", "command", ...) of AgentGym's distribution

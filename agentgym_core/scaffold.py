@@ -12,15 +12,9 @@ from pathlib import Path
 from string import Template
 
 from .errors import AgentGymError
+from .kinds import SCAFFOLD_KINDS
 from .scaffold_trainer import TRAINER_COMPONENT, TRAINER_TEST
 
-KIND_TO_REGISTRY = {
-    "env": "envs",
-    "reward": "rewards",
-    "scheduler": "schedulers",
-    "backend": "backends",
-    "trainer": "trainers",
-}
 # Engines are larger than a template can honestly be: start from plugins/engines/hf instead. A
 # trainer is small on top of core's lifecycle (agentgym_core.trainer.Trainer): the template is one
 # that learns which system prompt makes the model act best; plugins/trainers/sft is a larger example.
@@ -306,8 +300,8 @@ listing plugins never imports it. What a component must do, and the testing kit
 
 def create_plugin(name: str, kind: str, directory: Path) -> Path:
     """Write a plugin package for component *name* of *kind* into *directory*/<dist>. Returns its path."""
-    if kind not in KIND_TO_REGISTRY:
-        raise AgentGymError(f"unknown plugin kind {kind!r}; choose one of {', '.join(KIND_TO_REGISTRY)}")
+    if kind not in SCAFFOLD_KINDS:
+        raise AgentGymError(f"unknown plugin kind {kind!r}; choose one of {', '.join(SCAFFOLD_KINDS)}")
     if not re.fullmatch(r"[a-z][a-z0-9_]*", name) or keyword.iskeyword(name):
         raise AgentGymError(
             f"plugin name {name!r} must be lower-case letters, digits and '_' and start with a letter"
@@ -318,7 +312,7 @@ def create_plugin(name: str, kind: str, directory: Path) -> Path:
     target = Path(directory) / dist
     if target.exists():
         raise AgentGymError(f"{target} already exists; choose another name or directory")
-    values = dict(name=name, kind=kind, dist=dist, package=package, cls=cls, registry=KIND_TO_REGISTRY[kind])
+    values = dict(name=name, kind=kind, dist=dist, package=package, cls=cls, registry=SCAFFOLD_KINDS[kind])
     files = {
         "pyproject.toml": PYPROJECT,
         "README.md": README,

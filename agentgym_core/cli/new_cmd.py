@@ -5,7 +5,7 @@ from pathlib import Path
 
 import click
 
-from agentgym_core.scaffold import KIND_TO_REGISTRY
+from agentgym_core.kinds import SCAFFOLD_KINDS
 
 
 @click.group()
@@ -15,7 +15,7 @@ def new() -> None:
 
 @new.command("plugin")
 @click.argument("name")
-@click.option("--kind", type=click.Choice(sorted(KIND_TO_REGISTRY)), default="env", show_default=True)
+@click.option("--kind", type=click.Choice(sorted(SCAFFOLD_KINDS)), default="env", show_default=True)
 @click.option("-o", "--output-dir", type=click.Path(file_okay=False), default=".", show_default=True)
 def plugin(name: str, kind: str, output_dir: str) -> None:
     """Write an installable plugin package NAME of KIND into OUTPUT_DIR."""

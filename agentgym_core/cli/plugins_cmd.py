@@ -5,7 +5,7 @@ import json
 
 import click
 
-from agentgym_core.registry import KINDS
+from agentgym_core.kinds import KINDS
 
 
 @click.command()
@@ -38,7 +38,7 @@ class KindChoice(click.Choice):
 
     def convert(self, value, param, ctx):
         from agentgym_core.errors import did_you_mean
-        from agentgym_core.registry import SINGULAR
+        from agentgym_core.kinds import SINGULAR
 
         text = str(value).strip().lower()
         plural = {v: k for k, v in SINGULAR.items()}.get(text, text)
@@ -50,12 +50,11 @@ class KindChoice(click.Choice):
                   f"{', '.join(self.choices)}", param, ctx)
 
 
-@click.command("list")
+@click.command("list", help=f"List registered components of KIND ({', '.join(KINDS)}), or the loggers: plugins "
+                            "that observe training runs through the lifecycle hooks.")
 @click.argument("kind", type=KindChoice(LISTABLE))
 @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
 def list_components(kind: str, as_json: bool) -> None:
-    """List registered components of KIND (envs, rewards, schedulers, backends, trainers, engines, strategies,
-    commands), or the loggers: plugins that observe training runs through the lifecycle hooks."""
     from agentgym_core.plugins import get_plugin_manager
 
     manager = get_plugin_manager()

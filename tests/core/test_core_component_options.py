@@ -10,7 +10,7 @@ from agentgym_core import BaseEnv, ConfigError
 from agentgym_core.errors import UnknownOptionError
 from agentgym_core.options import config_from
 from agentgym_core.plugins import get_plugin_manager
-from agentgym_core.registry import KINDS
+from agentgym_core.kinds import KINDS, SCAFFOLD_KINDS
 from agentgym_core.testing import ComponentOptionsError, check_component_options, check_env
 
 #: Options some installed components cannot do without (the external strategy needs an agent or a command).
@@ -127,16 +127,16 @@ def test_kind_parameters_are_not_options():
         check_component_options(Engine, "rewards")
 
 
-@pytest.mark.parametrize("kind", ["env", "reward", "scheduler", "backend", "trainer"])
+@pytest.mark.parametrize("kind", sorted(SCAFFOLD_KINDS))
 def test_the_plugin_scaffold_follows_the_rule_and_its_test_checks_it(kind, tmp_path, monkeypatch):
     import importlib
 
-    from agentgym_core.scaffold import KIND_TO_REGISTRY, create_plugin
+    from agentgym_core.scaffold import create_plugin
 
     target = create_plugin("probe", kind, tmp_path)
     monkeypatch.syspath_prepend(str(target))
     package = f"agentgym_{kind}_probe"
     module = importlib.import_module(f"{package}.component")
-    check_component_options(getattr(module, f"Probe{kind.capitalize()}"), KIND_TO_REGISTRY[kind])
+    check_component_options(getattr(module, f"Probe{kind.capitalize()}"), SCAFFOLD_KINDS[kind])
     generated = (target / "tests" / f"test_probe_{kind}.py").read_text()
     assert ("check_env(" if kind == "env" else "check_component_options(") in generated

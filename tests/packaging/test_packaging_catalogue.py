@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from agentgym_core import catalogue
-from agentgym_core.registry import KINDS
+from agentgym_core.kinds import KINDS
 
 if sys.version_info >= (3, 11):
     import tomllib
