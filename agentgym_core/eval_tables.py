@@ -113,6 +113,7 @@ def compare_rows(summaries: Mapping[str, Mapping[str, Any]]) -> tuple[list[str],
         ks = {s.get("k", 1) for s in summaries.values()}
         label = label.format(k=ks.pop() if len(ks) == 1 else "k")
         rows.append([label] + [_fmt(key, (s.get("overall") or {}).get(key)) for s in summaries.values()])
+    rows += judged_rows(summaries)
     cats: list[str] = []
     for s in summaries.values():
         cats += [c for c in (s.get("categories") or {}) if c not in cats]
@@ -123,6 +124,22 @@ def compare_rows(summaries: Mapping[str, Mapping[str, Any]]) -> tuple[list[str],
             cells.append("–" if row is None else f"{_fmt('success_rate', row.get('success_rate'))} (n={row.get('n', 0)})")
         rows.append([f"success: {cat}"] + cells)
     return headers, rows
+
+
+def judged_rows(summaries: Mapping[str, Mapping[str, Any]]) -> list[list[str]]:
+    """Rows of the judged scores (``summary["judged"]``) for runs side by side: per judge, the mean reward
+    (std) and the verdicts parsed of those asked; ``–`` for a run its judge did not score."""
+    names: list[str] = []
+    for s in summaries.values():
+        names += [n for n in (s.get("judged") or {}) if n not in names]
+    rows = []
+    for name in names:
+        entries = [(s.get("judged") or {}).get(name) for s in summaries.values()]
+        rows.append([f"{name} reward"] + ["–" if j is None else f"{j['reward_mean']:.3f} ({j['reward_std']:.3f})"
+                                           for j in entries])
+        rows.append([f"{name} parsed"] + ["–" if j is None else f"{j['judged']}/{j['judged'] + j['parse_failures']}"
+                                           for j in entries])
+    return rows
 
 
 def compare(summaries: Mapping[str, Mapping[str, Any]]) -> str:

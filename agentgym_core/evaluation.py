@@ -331,12 +331,12 @@ async def evaluate(parts: Any, plan: EvalPlan, *, model: str, step: int = 0, dum
     Progress goes to stderr as ``<label>: 12/16 episodes, 5 succeeded (41 s)`` (None: silent).
     """
     from agentgym_core.rollout.runner import rollout
+    from agentgym_core.rollout.trajectory import dump_trajectories
 
     ids = select_tasks(parts.env.ids(plan.split), plan.tasks)
     say = ProgressLine(label) if label else None
     trajectories = await rollout(parts, eval_tasks(ids, plan.k), max_turns=plan.max_turns, step=step,
-                                 temperature=plan.temperature, dump_path=dump_path,
-                                 progress=say.update if say else None)
+                                 temperature=plan.temperature, progress=say.update if say else None)
     if say is not None:
         say.close(sum(bool(t.success) for t in trajectories))
     strategy = parts.strategy
@@ -344,7 +344,11 @@ async def evaluate(parts: Any, plan: EvalPlan, *, model: str, step: int = 0, dum
                         attempts=int(strategy.max_attempts))
     summary["meta"] = {"tasks": len(ids), "max_turns": plan.max_turns, "temperature": plan.temperature,
                        **plan.meta(model=model, env=parts.env), "strategy": strategy.name}
-    judged = judged_scores(parts.rewards, trajectories)
+    try:
+        judged = judged_scores(parts.rewards, trajectories)
+    finally:  # after the judge, so each episode's line carries its verdict (info["judge"]); also if it failed
+        if dump_path is not None:
+            dump_trajectories(trajectories, dump_path, step)
     if judged:
         summary["judged"] = judged
     return summary, trajectories

@@ -148,16 +148,21 @@ def play_tasks(expert: Expert, env: Any, task_ids: Sequence[int], *, max_turns: 
 
 def as_trajectory(episode: ExpertEpisode, *, env: str, expert: str) -> Any:
     """The episode as a :class:`~agentgym_core.rollout.Trajectory` (no tokens), for the evaluation
-    summary, the viewer and the report."""
+    summary, the viewer, the report and the rewards that judge it. With no prompt tokens, its text is kept
+    as ``transcript`` (the env's first observation, then each action and observation, in the chat format),
+    so a judge reads the task the expert was given."""
     from .rollout.trajectory import Trajectory, Turn
 
     turns = [Turn(start=0, end=0, text=s.action, action=s.action, observation=s.observation, env_reward=s.reward,
                   done=s.done, info=s.info) for s in episode.steps]
+    transcript = [{"role": "user", "content": episode.first_observation}] if episode.first_observation else None
+    for s in episode.steps if transcript else ():
+        transcript += [{"role": "assistant", "content": s.action}, {"role": "user", "content": s.observation}]
     failed = episode.end_reason == "env_error"
     return Trajectory(episode_id=f"expert-{expert}-t{episode.task_id}", env_name=env, task_id=episode.task_id,
                       group_id=0, token_ids=[], loss_mask=[], logprobs=[], prompt_len=0, turns=turns,
                       end_reason=episode.end_reason, success=episode.success, score=episode.score,
-                      max_turns=0, failed=failed, error=episode.error)
+                      max_turns=0, failed=failed, error=episode.error, transcript=transcript)
 
 
 def evaluate_expert(expert: Expert, env: Any, spec: Any, plan: Any, *, name: str,

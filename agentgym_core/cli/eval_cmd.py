@@ -112,10 +112,7 @@ async def _evaluate(cfg: Any, model_path: str, plan: Any, *, local: bool, manage
         parts.load_engine(model_path)
         return await evaluate(parts, plan, model=model_path, dump_path=dump_path)
     finally:
-        await parts.aclose()
-        for fn, _ in parts.rewards:  # a judge's connections and loop thread
-            if callable(getattr(fn, "close", None)):
-                fn.close()
+        await parts.aclose()  # the rewards too (a judge's connections and loop thread)
 
 
 def checkpoint_scheduler(cfg: Any, manager: Any, model_path: str) -> Any:
@@ -244,10 +241,12 @@ def eval_(files: tuple[str, ...], model: str | None, split: str | None, k: int |
         try:
             summary, _ = evaluate_expert(play, env, spec, plan, name=name, dump_path=dump, rewards=rewards)
         finally:
-            env.close()
-            for fn, _ in rewards:
-                if callable(getattr(fn, "close", None)):
-                    fn.close()
+            from agentgym_core.assembly import close_rewards
+
+            try:
+                env.close()
+            finally:
+                close_rewards(rewards)
     else:
         summary, _ = asyncio.run(_evaluate(cfg, model_path, plan, local=local, manager=manager, dump_path=dump))
     table = to_markdown(summary)

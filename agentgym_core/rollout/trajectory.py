@@ -89,7 +89,8 @@ class Trajectory:
     #: Text from earlier attempts put into this attempt's prompt (reflections): context, loss mask 0.
     memory: list[str] = field(default_factory=list)
     #: An agent written elsewhere (the ``external`` strategy): its last call's messages and the reply, in
-    #: the OpenAI chat format, for reward plugins that judge the conversation (None: not recorded).
+    #: the OpenAI chat format, for reward plugins that judge the conversation (None: not recorded). An
+    #: expert's episode (no tokens) keeps its conversation here too: first observation, actions, observations.
     transcript: Optional[list[dict[str, Any]]] = None
 
     @property
