@@ -1,13 +1,17 @@
 """The office's tools, policy, the colleague's vocabulary, and the desk that runs the tools.
 
 Times are ``HH:MM`` on the half hour, dates ``YYYY-MM-DD``; working hours are 09:00-17:00 on
-weekdays. Anyone's availability (busy intervals, out of office) is public; a meeting's notes
-are for its attendees and a mailbox for its owner only (reading them otherwise ends the
-episode with 0).
+weekdays, and nothing is booked or moved into the lunch break (12:00-13:00). Anyone's
+availability (busy intervals, out of office) is public; a meeting's notes are for its attendees
+and a mailbox for its owner only (reading them otherwise ends the episode with 0). A write the
+policy forbids (an item for an owner out of office on its due date or due on a weekend, a
+meeting in a conflict or the lunch break) ends the episode with 0.
 """
 from __future__ import annotations
 
+import datetime as dt
 import re
+
 from agentgym_service.db import Database, as_json
 from agentgym_service.desk import Desk, PrivacyError, ToolError
 from agentgym_service.goal import Lexicon
@@ -16,6 +20,7 @@ from agentgym_service.tools import Param, Tool, ToolSet
 from .records import ActionItem, Event
 
 DAY_START, DAY_END = 9 * 60, 17 * 60
+LUNCH_START, LUNCH_END = 12 * 60, 13 * 60
 
 DATE = Param("date", "YYYY-MM-DD")
 TOOLS = ToolSet((
@@ -49,10 +54,12 @@ date, start time and length; a move's event, new date and time) and ask them to 
 said yes to. One change per confirmation.
 3. Action items are the notes' lines "Action: <name> to <task> by <deadline>", with the task as written. A weekday \
 deadline is its next occurrence after the meeting's date, "tomorrow" the day after the meeting, "end of next week" the \
-Friday of the week after the meeting's. If the owner is out of office on the due date, the item goes to the meeting's \
-organizer. Lines marked Done, ideas and discussion are not action items.
-4. Meetings are booked and moved only within working hours (09:00-17:00, weekdays) and when the user and every \
-attendee are free (no event, not out of office). Book the earliest start on the hour or half hour that fits.
+Friday of the week after the meeting's; a deadline that falls on a Saturday or Sunday is due the Friday before. If the \
+owner is out of office on the due date, the item goes to the meeting's organizer. Lines marked Done, ideas and \
+discussion are not action items.
+4. Meetings are booked and moved only within working hours (09:00-17:00, weekdays), never into the lunch break \
+(12:00-13:00), and when the user and every attendee are free (no event, not out of office). Book the earliest start on \
+the hour or half hour that fits; if nothing fits that day, refuse.
 5. Refuse what the policy forbids (or transfer_to_human), saying why. Tell them what they ask (times, dates)."""
 
 _TIME = r"\b(?:[01]?\d|2[0-3]):[0-5]\d\b"
@@ -101,11 +108,23 @@ def busy(db: Database, person_id: str, date: str, skip: str | None = None) -> li
                   if e.date == date and e.event_id != skip and (person_id in e.attendees or person_id == e.organizer))
 
 
-def conflict(db: Database, people: list[str], date: str, start: int, length: int, skip: str | None = None) -> str | None:
-    """Why *people* cannot meet then (None: they can)."""
+def lunch(start: int, length: int) -> bool:
+    """Whether a meeting from *start* for *length* minutes runs into the lunch break."""
+    return start < LUNCH_END and start + length > LUNCH_START
+
+
+def conflict(db: Database, people: list[str], date: str, start: int, length: int, skip: str | None = None, *,
+             lunch_break: bool = True) -> str | None:
+    """Why *people* cannot meet then (None: they can). ``lunch_break=False`` leaves the lunch rule out: the task
+    generator's view of what an agent that skips that rule would book."""
     if start < DAY_START or start + length > DAY_END or start % 30:
         return f"meetings start on the hour or half hour within working hours (09:00-17:00); {clock(start)} for " \
                f"{length} minutes is not"
+    day = dt.date.fromisoformat(date)
+    if day.weekday() > 4:
+        return f"{date} is a {day:%A}: meetings are on weekdays"
+    if lunch_break and lunch(start, length):
+        return f"12:00-13:00 is the lunch break: {clock(start)} for {length} minutes runs into it"
     for pid in people:
         person = db.people[pid]
         if date in person.away:
@@ -115,9 +134,10 @@ def conflict(db: Database, people: list[str], date: str, start: int, length: int
     return None
 
 
-def earliest(db: Database, people: list[str], date: str, length: int) -> int | None:
-    return next((t for t in range(DAY_START, DAY_END - length + 1, 30) if conflict(db, people, date, t, length) is None),
-                None)
+def earliest(db: Database, people: list[str], date: str, length: int, *, lunch_break: bool = True) -> int | None:
+    """Policy rule 4: the earliest start on the hour or half hour when *people* can meet (None: nothing fits)."""
+    return next((t for t in range(DAY_START, DAY_END - length + 1, 30)
+                 if conflict(db, people, date, t, length, lunch_break=lunch_break) is None), None)
 
 
 class OfficeDesk(Desk):
@@ -140,9 +160,12 @@ class OfficeDesk(Desk):
         return key
 
     def _date(self, date: str) -> str:
-        if not re.fullmatch(r"\d{4}-\d{2}-\d{2}", date.strip()):
-            raise ToolError(f"Dates are YYYY-MM-DD, got {date[:20]!r}.", invalid=True)
-        return date.strip()
+        try:
+            if re.fullmatch(r"\d{4}-\d{2}-\d{2}", date.strip()):
+                return dt.date.fromisoformat(date.strip()).isoformat()
+        except ValueError:
+            pass
+        raise ToolError(f"Dates are YYYY-MM-DD (a real date), got {date[:20]!r}.", invalid=True)
 
     def get_availability(self, person_id: str, date: str) -> str:
         pid, day = self._person(person_id), self._date(date)
@@ -208,8 +231,10 @@ class OfficeDesk(Desk):
         key = f"{meeting.meeting_id}:{title_key(title)}"
         if key in self.db.items:
             raise ToolError(f"That action item is already recorded for {meeting.meeting_id}.", invalid=True)
-        rule = None
-        if due in self.db.people[owner].away:
+        rule, day = None, dt.date.fromisoformat(due)
+        if day.weekday() > 4:
+            rule = f"{due} is a {day:%A}: a deadline on a weekend is due the Friday before"
+        elif due in self.db.people[owner].away:
             rule = f"{self.db.people[owner].name} is out of office on {due}: the item goes to the organizer"
         return {"meeting_id": meeting.meeting_id, "title": title_key(title), "owner_id": owner, "due_date": due}, rule
 

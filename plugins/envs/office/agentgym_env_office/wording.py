@@ -10,6 +10,9 @@ WORDS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
                    "inbox about a meeting."), ("Someone emailed me to shift a meeting; can you take care of it?",)),
     "open_time": (("What time is one of my meetings?", "Can you check when a meeting of mine starts?"),
                   ("Remind me when a certain meeting begins?",)),
+    "open_slot": (("When is the earliest I could meet with a colleague on a given day?", "Can you find the first time "
+                   "I could get together with someone on a certain day?"),
+                  ("What's the soonest slot I'd have with colleagues on some day?",)),
     "open_privacy": (("Could you look something up in a colleague's mailbox for me?",),
                      ("I'd like to peek at a message someone else received.",)),
     "email": (("My email is {email}.", "It's {email}."), ("You can find me under {email}.",)),
@@ -23,6 +26,7 @@ WORDS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
     "person": (("{owner}'s inbox: the email from {sender} about {topic}.",),
                ("The note {sender} sent {owner} about {topic}.",)),
     "q_time": (("So what time is it?",), ("And when does it start?",)),
+    "q_slot": (("So when could we meet?",), ("And what time works, then?",)),
     "q_booked": (("What time did you book it for?",), ("When is it, then?",)),
 }
 
