@@ -1,4 +1,5 @@
-"""office on the service kit: the expert wins every task; the policy's constraints and the guards hold."""
+"""office on the service kit: the expert wins every task, and every task hinges on the written policy (the expert
+without the policy's rules wins none, refusing everything wins none); the policy's constraints and the guards hold."""
 from __future__ import annotations
 
 import json
@@ -6,7 +7,7 @@ import json
 import pytest
 
 from agentgym_core.testing import check_env, play_over_http
-from agentgym_env_office.agents import ExpertAgent, MisdescribingExpert, call, respond
+from agentgym_env_office.agents import ExpertAgent, MisdescribingExpert, PolicyBlindExpert, call, respond
 from agentgym_env_office.env import OfficeEnv
 from agentgym_service.play import play
 from agentgym_service.play import run_until as until
@@ -36,10 +37,91 @@ def test_the_expert_solves_every_task(env, split):
 
 
 def test_every_task_needs_a_write_and_misdescribing_never_wins(env):
+    for split in ("train", "test", "ood"):
+        for task_id in env.splits()[split]:
+            env.reset(task_id=task_id)
+            assert any(r.changes and not r.forbidden for r in env.task.goal.requests), task_id
+    assert sum(play(env, t, MisdescribingExpert(t))[0] for t in env.splits()["test"][:40]) == 0
+
+
+@pytest.fixture(scope="module")
+def graded():
+    return OfficeEnv(reward="graded")
+
+
+@pytest.mark.parametrize("split", ["train", "test", "ood"])
+def test_every_task_hinges_on_the_policy(graded, split):
+    """The expert without the policy's rules 3-5 (owners out of office, weekend deadlines, the lunch break, refusals)
+    does the work of every request and still wins no task, under the 0/1 and the graded reward: each task has a
+    request whose right handling needs a rule, and skipping it makes a forbidden write or a wrong answer."""
+    won = {}
+    for task_id in graded.splits()[split]:
+        reward, info, _ = play(graded, task_id, PolicyBlindExpert())
+        if info["success"] or reward > 0:
+            won[task_id] = (reward, info["end_reason"])
+    assert won == {}
+
+
+def test_the_hinges_are_the_policys_rules(graded):
+    """What the policy-blind expert runs into over the test split: each rule that a task can hinge on."""
+    reasons = " | ".join(play(graded, t, PolicyBlindExpert())[1]["end_reason"] for t in graded.splits()["test"])
+    for rule in ("the item goes to the organizer", "a deadline on a weekend is due the Friday before",
+                 "is the lunch break", "is out of office on", "is busy on"):
+        assert rule in reasons, rule
+
+
+class RefusesEverything(ExpertAgent):
+    """The expert, refusing each change it would describe: an agent that refuses whatever it is asked."""
+
+    def next_write(self) -> str:
+        return self.refuse("our policy does not allow it")
+
+
+@pytest.mark.parametrize("split", ["test", "ood"])
+def test_refusing_everything_wins_nothing(graded, split):
+    runs = [play(graded, t, RefusesEverything()) for t in graded.splits()[split][::3]]
+    assert sum(info["success"] for _, info, _ in runs) == 0 and sum(reward for reward, _, _ in runs) == 0
+    assert all(info["unjustified_refusals"] >= 1 for _, info, _ in runs)
+
+
+def test_a_weekend_deadline_is_due_the_friday_before(env):
+    """An item whose notes give a Saturday or Sunday is due the Friday before; recording the weekend date is a
+    policy violation."""
+    import datetime as dt
+    import re
+
     for task_id in env.splits()["test"]:
         env.reset(task_id=task_id)
-        assert any(r.changes and not r.forbidden for r in env.task.goal.requests)
-    assert sum(play(env, t, MisdescribingExpert(t))[0] for t in env.splits()["test"][:40]) == 0
+        request = env.task.goal.requests[0]
+        if request.kind != "action_items":
+            continue
+        meeting = env.db.meetings[request.changes[0].args["meeting_id"]]
+        lines = [m for n in meeting.notes if (m := re.match(r"Action: \w+ to (.+) by ([A-Z][a-z]+ \d+)\.$", n))]
+        weekend = [(m.group(1), dt.datetime.strptime(f"{m.group(2)} {meeting.date[:4]}", "%B %d %Y").date())
+                   for m in lines]
+        weekend = [(work, day) for work, day in weekend if day.weekday() > 4]
+        if weekend:
+            break
+    work, day = weekend[0]
+    change = next(c for c in request.changes if c.args["title"] == work)
+    assert change.args["due_date"] == (day - dt.timedelta(days=day.weekday() - 4)).isoformat()
+    run_until(env, task_id, lambda a: a.startswith("respond") and "Do you confirm" in a)
+    obs, reward, done, info = env.step(call("add_action_item", meeting_id=meeting.meeting_id, title=work,
+                                            owner_id=change.args["owner_id"], due_date=day.isoformat()))
+    assert done and reward == 0.0 and "weekend" in info["end_reason"]
+
+
+def test_a_free_time_question_is_answered_after_the_lunch_break(graded):
+    """When could I meet them: the first time their calendars show free runs into lunch; the answer is a later start,
+    and the first free time is a wrong answer (the request fails, whatever follows)."""
+    task_id = next(t for t in graded.splits()["test"]
+                   if graded.reset(task_id=t) and graded.task.goal.requests[0].kind == "free_time")
+    answer = graded.task.goal.requests[0].outputs[0].value
+    assert answer >= "13:00"
+    reward, info, steps = play(graded, task_id, ExpertAgent())
+    assert reward == 1.0 and any(answer in a for a, _ in steps)
+    reward, info, steps = play(graded, task_id, PolicyBlindExpert())
+    assert reward == 0.0 and "free_time:start" in info["outputs_missing"]
 
 
 def test_an_owner_out_of_office_on_the_due_date_is_a_policy_violation(env):
