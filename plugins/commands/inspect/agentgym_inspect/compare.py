@@ -1,4 +1,5 @@
-"""Several runs side by side: overlaid curves (PNG), one HTML page, a table of their evaluations.
+"""Several runs side by side: overlaid curves (PNG), one HTML page, a table of their evaluations (and of
+their judged scores, with ``judged.png``, when a model judge scored them: :mod:`agentgym_inspect.judged`).
 
 Runs whose ``config.yaml`` are equal except for ``run.name``, ``run.seed``,
 ``run.output_dir`` and ``run.overwrite`` are seeds of one experiment: they are drawn as one
@@ -20,6 +21,7 @@ from typing import Any
 
 from agentgym_core.evaluation import markdown_table
 
+from .judged import judged_data, judged_figure, judged_table
 from .runs import Run, RunDirError, is_run_dir
 
 #: Keys of ``run`` that only say where a run goes or which seed it draws: not part of the experiment.
@@ -365,19 +367,25 @@ def write_comparison(paths: list[str | Path], out: str | Path | None = None, *, 
     groups = group_runs(runs, by_seed=by_seed)
     figures = render_figures(groups, out_dir, smooth=smooth)
     tags = eval_tags(runs)
-    rt, gt = run_table(groups, tags), group_table(groups, tags)
+    judged_fig = judged_figure(groups, tags)  # a model judge's scores of the evaluations, if any
+    if judged_fig is not None:
+        _save(judged_fig, out_dir / "judged.png")
+        figures.append(out_dir / "judged.png")
+    rt, gt, jt = run_table(groups, tags), group_table(groups, tags), judged_table(groups, tags)
     data = {
         "runs": [dict(zip(rt[0], row)) | {"path": str(r.path)} for row, r in zip(rt[1], [r for g in groups for r in g.runs])],
         "groups": [{"label": g.label, "runs": [r.name for r in g.runs],
                     **{t: [_success(r.evals.get(t)) for r in g.runs] for t in tags}} for g in groups],
+        "judged": judged_data(groups, tags),
         "figures": [p.name for p in figures],
     }
     (out_dir / "compare.json").write_text(json.dumps(data, indent=2), encoding="utf-8")
-    _write_pages(out_dir, groups, figures, rt, gt, smooth)
+    _write_pages(out_dir, groups, figures, rt, gt, smooth, jt)
     return data
 
 
-def _write_pages(out: Path, groups: list[Group], figures: list[Path], rt: Any, gt: Any, smooth: int) -> None:
+def _write_pages(out: Path, groups: list[Group], figures: list[Path], rt: Any, gt: Any, smooth: int,
+                 jt: Any = None) -> None:
     from .report import CSS, _html_table, _img_b64
 
     names = ", ".join(r.name for g in groups for r in g.runs)
@@ -385,12 +393,15 @@ def _write_pages(out: Path, groups: list[Group], figures: list[Path], rt: Any, g
             "the line is their mean, the band spans the lowest to the highest seed. Wall time is the sum "
             "of each run's step_time_s (evaluations and model loading not included)."
             + (f" Curves smoothed over {smooth} steps." if smooth > 1 else ""))
+    judged_md = ["## Judged scores (mean reward of the evaluation, verdicts parsed)", "", markdown_table(*jt), ""] \
+        if jt else []
     md = [f"# Comparison: {names}", "", note, "", "## Groups", "", markdown_table(*gt), "",
-          "## Runs", "", markdown_table(*rt), "", "## Curves", ""]
+          "## Runs", "", markdown_table(*rt), "", *judged_md, "## Curves", ""]
     md += [f"![{p.stem}]({p.name})" for p in figures] + [""]
     (out / "compare.md").write_text("\n".join(md), encoding="utf-8")
     h = [f"<h1>Comparison of {len(rt[1])} runs</h1><p>{html.escape(names)}</p><p>{html.escape(note)}</p>",
-         "<h2>Groups</h2>", _html_table(*gt), "<h2>Runs</h2>", _html_table(*rt), "<h2>Curves</h2>",
+         "<h2>Groups</h2>", _html_table(*gt), "<h2>Runs</h2>", _html_table(*rt),
+         *(["<h2>Judged scores</h2>", _html_table(*jt)] if jt else []), "<h2>Curves</h2>",
          f"<img alt='overview' src='{_img_b64(figures[0])}'>",
          "<div class='plots'>" + "".join(f"<img alt='{p.stem}' src='{_img_b64(p)}'>" for p in figures[1:]) + "</div>"]
     (out / "compare.html").write_text(

@@ -14,6 +14,8 @@ import click
 def compare(runs: tuple[str, ...], out: str | None, no_group: bool, smooth: int) -> None:
     """Compare training runs: success, reward, turns, horizon and tokens/s against step and wall time.
 
+    Evaluations scored by a model judge (a judge among the rewards) are drawn in judged.png too.
+
     Runs with the same config but another run.seed (agentgym train --seeds) are drawn as one
     curve: their mean with a band from the lowest to the highest seed. A pipeline (stages:) counts as its
     stages' runs, in order.
@@ -29,4 +31,6 @@ def compare(runs: tuple[str, ...], out: str | None, no_group: bool, smooth: int)
     data = write_comparison(list(runs), target, by_seed=not no_group, smooth=smooth)
     for g in data["groups"]:
         click.echo(f"{g['label']}: {len(g['runs'])} run{'s' if len(g['runs']) != 1 else ''} ({', '.join(g['runs'])})")
+    for name in data["judged"]:  # a model judge among the rewards scored the evaluations
+        click.echo(f"{name}: the evaluations' judged scores are in judged.png and the tables")
     click.echo(f"Wrote {target / 'compare.html'}, compare.md, compare.json and {len(data['figures'])} PNGs in {target}")

@@ -136,3 +136,41 @@ def test_compare_cli(three_runs, tmp_path, capsys):
     assert "is not a run directory" in capsys.readouterr().err
     assert main(["compare", str(three_runs[0]), "--out", str(three_runs[1])]) == 1
     assert "is a run directory" in capsys.readouterr().err
+
+
+def _judged(reward: float, parsed: int, failures: int) -> dict:
+    """``summary["judged"]`` as agentgym_core.evaluation.judged_scores writes it."""
+    return {"judge:satisfaction": {"n": parsed + failures, "reward_mean": reward, "reward_std": 0.1, "judged": parsed,
+                                   "parse_failures": failures, "gated": 0, "skipped": 0, "score_mean": 1 + 4 * reward}}
+
+
+def test_judged_scores_are_drawn_and_tabulated(three_runs, tmp_path):
+    import matplotlib.image as mpimg
+    import numpy as np
+
+    for run, reward in zip(three_runs[:2], (0.75, 0.25)):  # the two seeds of "si": judged after training
+        summary = json.loads((run / "eval" / "after.json").read_text())
+        (run / "eval" / "after.json").write_text(json.dumps(summary | {"judged": _judged(reward, 3, 1)}))
+    out = tmp_path / "cmp"
+    data = write_comparison(list(three_runs), out)
+    assert data["judged"] == {"judge:satisfaction": {"si": {"before": [None, None], "after": [0.75, 0.25]},
+                                                     "fixed": {"before": [None], "after": [None]}}}
+    assert "judged.png" in data["figures"]
+    img = mpimg.imread(out / "judged.png")[..., :3]
+    c0 = np.array([0x1F, 0x77, 0xB4]) / 255  # the "si" bar: the mean of its seeds, 0.5
+    assert (np.abs(img - c0).sum(axis=-1) < 0.03).sum() > 500
+    md = (out / "compare.md").read_text()
+    assert "| si-s0 | si | – | 0.750 (3/4 parsed) |" in md and "| fixed-s0 | fixed | – | – |" in md
+    assert "Judged scores" in (out / "compare.html").read_text()
+    plain = write_comparison([three_runs[2]], tmp_path / "plain")  # nothing judged: no figure, no table
+    assert plain["judged"] == {} and not (tmp_path / "plain" / "judged.png").exists()
+    assert "Judged" not in (tmp_path / "plain" / "compare.md").read_text()
+
+
+def test_eval_compare_has_the_judged_rows(three_runs, capsys):
+    summary = json.loads((three_runs[0] / "eval" / "after.json").read_text())
+    (three_runs[0] / "eval" / "after.json").write_text(json.dumps(summary | {"judged": _judged(0.75, 3, 1)}))
+    assert main(["eval", "--compare", str(three_runs[0]), str(three_runs[2])]) == 0
+    out = capsys.readouterr().out
+    assert "| judge:satisfaction reward | 0.750 (0.100) | – |" in out
+    assert "| judge:satisfaction parsed | 3/4 | – |" in out

@@ -116,3 +116,13 @@ def test_port_in_use_is_a_clear_error(tmp_path):
         with pytest.raises(AgentGymError, match="pick another --port"):
             BackgroundViewer(run, port=port)
     shutil.rmtree(run)
+
+
+
+def test_an_episode_scored_by_a_judge_shows_its_verdict(tmp_path, judge_episode):
+    run = write_sample_run(tmp_path / "judged", steps=1, episodes_per_step=3, tokenizer=False)
+    verdict = judge_episode(run)
+    with BackgroundViewer(run) as url:
+        judged = httpx.get(url + "api/episode", params={"file": "trajectories/step_000001", "index": 0}).json()
+        plain = httpx.get(url + "api/episode", params={"file": "trajectories/step_000001", "index": 1}).json()
+    assert judged["judge"] == verdict and plain["judge"] is None

@@ -103,3 +103,29 @@ def test_browse_run_open_episode_and_see_mask(tmp_path, browser):
         _wait(browser, lambda d: table.is_displayed())
         assert "Pass@2" in table.text and "before" in table.text and "after" in table.text
         browser.save_screenshot(str(ARTIFACTS / "viewer_eval.png"))
+
+
+def test_an_episode_page_shows_the_judges_verdict_and_raw_answer(tmp_path, browser, judge_episode):
+    from selenium.webdriver.common.by import By
+
+    run = write_sample_run(tmp_path / "judged", steps=1, episodes_per_step=3, seed=5)
+    verdict = judge_episode(run, index=0)
+    failure = {"rubric": "satisfaction", "model": "hf:smollm2-135m-instruct", "mode": "absolute", "parsed": False,
+               "cached": True, "raw": "The episode: <b>not a verdict</b>", "reward": 0.0,
+               "error": "the answer is neither a JSON object with 'score' nor ends with a 'Score: N' line"}
+    judge_episode(run, index=1, verdict=failure)
+    with BackgroundViewer(run) as url:
+        browser.get(url + "#file=trajectories/step_000001&ep=0")
+        block = _wait(browser, lambda d: d.find_elements(By.CSS_SELECTOR, "#episode .judge"))[0]
+        assert "Judge (satisfaction)" in block.text and "score 4 → reward 0.75" in block.text
+        assert block.find_element(By.CSS_SELECTOR, "pre.raw").text == verdict["raw"]
+        ARTIFACTS.mkdir(exist_ok=True)
+        browser.save_screenshot(str(ARTIFACTS / "viewer_judge.png"))
+        browser.find_element(By.CSS_SELECTOR, "#episodes tbody tr[data-index='1']").click()
+        block = _wait(browser, lambda d: [b for b in d.find_elements(By.CSS_SELECTOR, "#episode .judge")
+                                          if "parse failure" in b.text])[0]
+        assert "cached" in block.text and "reward 0.00" in block.text
+        assert block.find_element(By.CSS_SELECTOR, "pre.raw").text == failure["raw"]  # as text, never as HTML
+        browser.find_element(By.CSS_SELECTOR, "#episodes tbody tr[data-index='2']").click()
+        _wait(browser, lambda d: "episode 3 of 3" in d.find_element(By.ID, "episode").text.lower())
+        assert not browser.find_elements(By.CSS_SELECTOR, "#episode .judge")  # not judged: no block

@@ -69,8 +69,20 @@ def context_label(data: dict[str, Any], k: int) -> str:
     return f"{' + '.join(parts)} ({size} tokens)"
 
 
+def judge_verdict(data: dict[str, Any]) -> dict[str, Any] | None:
+    """The model judge's verdict on the episode: ``info["judge"]`` of its last turn that has one (the judge
+    reward writes it there: ``raw`` answer, ``score``, ``reward``, ``reason``, ``parsed``, ``cached``, ...;
+    ``gated``/``skipped`` when it was not judged), or None."""
+    for turn in reversed(data.get("turns") or []):
+        verdict = (turn.get("info") or {}).get("judge")
+        if isinstance(verdict, dict):
+            return verdict
+    return None
+
+
 def episode_view(data: dict[str, Any], decoder: TokenDecoder | None) -> dict[str, Any]:
-    """The JSON the episode page renders: header, prompt block, then one block per turn.
+    """The JSON the episode page renders: header, the judge's verdict if a judge scored it, prompt block,
+    then one block per turn.
 
     Each turn has the model's tokens (its ``[start, end)`` span) and the environment's tokens
     that follow, up to the next turn; every token carries its loss-mask bit, so a mask that
@@ -125,6 +137,7 @@ def episode_view(data: dict[str, Any], decoder: TokenDecoder | None) -> dict[str
         "prompt_len": prompt_len,
         "prompt_tokens": _tokens(data, 0, prompt_end, decoder),
         "turns": out_turns,
+        "judge": judge_verdict(data),
         "decoded": decoder is not None,
     }
 

@@ -136,6 +136,23 @@ function field(label, value, cls) {
   return el("span", { class: cls || "" }, el("b", { text: label + " " }), String(value));
 }
 
+// The model judge's verdict (info["judge"] of the last turn): what it concluded and its raw answer.
+function judgeBlock(j) {
+  let outcome;
+  if (j.gated) outcome = "not judged: the env's state check failed (reward 0)";
+  else if (j.skipped) outcome = `not judged: ${j.skipped} (reward 0)`;
+  else if (j.parsed === false) outcome = `parse failure: ${j.error || "no verdict"} (reward ${num(j.reward)})`;
+  else outcome = `score ${j.score} → reward ${num(j.reward)}`;
+  const head = el("div", { class: "turn-head" },
+    el("span", { class: "title", text: `Judge (${j.rubric || "?"})` }),
+    el("span", { class: j.parsed === false ? "error" : "", text: outcome }),
+    el("span", { class: "muted", text: `${j.model || ""}${j.mode && j.mode !== "absolute" ? ", " + j.mode : ""}${j.cached ? ", cached" : ""}` }));
+  const box = el("div", { class: "judge" }, head);
+  if (j.reason) box.append(el("p", { class: "reason", text: j.reason }));
+  if (j.raw != null) box.append(el("div", { class: "muted", text: "the judge's answer, as it came:" }), el("pre", { class: "raw", text: j.raw }));
+  return box;
+}
+
 async function openEpisode(index) {
   state.ep = index;
   saveHash();
@@ -163,7 +180,9 @@ async function openEpisode(index) {
   const legend = el("div", { class: "legend" },
     el("span", {}, el("span", { class: "swatch m1" }), "model tokens (loss mask 1)"),
     el("span", {}, el("span", { class: "swatch m0" }), "prompt / environment tokens (mask 0)"));
-  const parts = [el("h2", { text: `Episode ${ep.index + 1} of ${ep.count}` }), head, legend];
+  const parts = [el("h2", { text: `Episode ${ep.index + 1} of ${ep.count}` }), head];
+  if (ep.judge) parts.push(judgeBlock(ep.judge));
+  parts.push(legend);
   if (ep.failed) parts.push(el("p", { class: "warn", text: `env failure: ${ep.error || "unknown"} (zero-weighted in training)` }));
   if (!ep.decoded) parts.push(el("p", { class: "warn", text: "No tokenizer.json found in the run's checkpoints or model folder: showing stored texts, not token pieces." }));
   // The prompt (system instruction + first observation) is often long: folded unless short.
