@@ -2,9 +2,12 @@
 
 A colleague asks for help, one request at a time: turn a meeting's notes into action items
 with owners and deadlines, book a meeting in the earliest slot everyone is free, handle an
-email asking to move a meeting, tell when a meeting starts; some requests the policy forbids
-(booking someone out of office, moving into a conflict, opening another person's mailbox).
-Reward 1 when every request is resolved and the calendar, items and notes equal the goal.
+email asking to move a meeting, tell when a meeting starts or when they could meet; some
+requests the policy forbids (booking someone out of office or when only the lunch break is
+free, moving into a conflict, opening another person's mailbox). Every task hinges on the
+written policy (an owner out of office, a weekend deadline, the lunch break, a forbidden
+request: :mod:`.requests`), so doing the work without the policy wins nothing. Reward 1 when
+every request is resolved and the calendar, items and notes equal the goal.
 """
 from __future__ import annotations
 
