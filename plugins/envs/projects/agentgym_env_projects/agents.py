@@ -3,7 +3,8 @@
 Per request it asks for what it needs at once, authenticates, reads the project, requirement,
 updates and people, works out the tasks, the allocation by rule 4, the slip's cascade or the
 leave's reassignments, describes each change and asks for a yes, makes it and tells the end
-week; or refuses with the reason. ``MisdescribingExpert`` confirms something else (must score 0).
+week; or refuses with the reason. ``MisdescribingExpert`` confirms something else, ``PolicyBlindExpert`` does
+the work without the policy's checks (both must score 0).
 """
 from __future__ import annotations
 
@@ -116,14 +117,17 @@ class ExpertAgent(PlannedExpert):
         for t in tasks:
             if t["assignee"]:
                 held[t["assignee"]] -= 1
-            fits = [p for p in self.people[t["skill"]] if p["person_id"] != exclude
-                    and not any(t["start"] <= w <= t["end"] for w in p["leave"])
+            fits = [p for p in self.people[t["skill"]] if p["person_id"] != exclude and not self._on_leave(p, t)
                     and held[p["person_id"]] < p["capacity"]]
             best = min(fits, key=lambda p: (-(p["capacity"] - held[p["person_id"]]), p["person_id"]))
             held[best["person_id"]] += 1
             self.plan.append(("assign_task", {"task_id": t["task_id"], "person_id": best["person_id"]},
                               f"assign {t['task_id']} ({t['title']}) to {best['name']} ({best['person_id']})"))
         return None
+
+    @staticmethod
+    def _on_leave(person: dict, task: dict) -> bool:
+        return any(task["start"] <= w <= task["end"] for w in person["leave"])
 
     def _allocate(self) -> str | None:
         return self._allocate_tasks([t for t in self.project["tasks"] if t["assignee"] is None])
@@ -192,16 +196,28 @@ class ExpertAgent(PlannedExpert):
         return respond(f"Your project ends in week {max(t['end'] for t in self.project['tasks'])}.")
 
     def _person(self) -> str | None:
-        task = self._tasks()[re.findall(r"\bT\d+\b", self.said)[-1]]
+        task, who = self._named()
         ask = self._find(task["skill"])
         if ask:
             return ask
-        asked = re.search(r"Give it to ([A-Z][a-z]+)|I want ([A-Z][a-z]+) on it|([A-Z][a-z]+) should take it", self.said)
-        who = next(g for g in asked.groups() if g)
-        names = {p["name"].split()[0] for p in self.people[task["skill"]]}
-        if who not in names:
+        person = next((p for p in self.people[task["skill"]] if p["name"].split()[0] == who), None)
+        if person is None:
             return self.refuse(f"{who} does not have the skill {task['skill']} that {task['task_id']} needs")
+        if self._on_leave(person, task):
+            return self.refuse(f"{person['name']} is on leave during {task['task_id']} (weeks {task['start']}-{task['end']})")
+        if person["tasks_held"] - (task["assignee"] == person["person_id"]) >= person["capacity"]:
+            return self.refuse(f"{person['name']} already holds {person['capacity']} tasks, their capacity")
+        self._assign(task, person)
         return None
+
+    def _named(self) -> tuple[dict, str]:
+        """The task the manager named and the first name of whom they want on it."""
+        asked = re.search(r"Give it to ([A-Z][a-z]+)|I want ([A-Z][a-z]+) on it|([A-Z][a-z]+) should take it", self.said)
+        return self._tasks()[re.findall(r"\bT\d+\b", self.said)[-1]], next(g for g in asked.groups() if g)
+
+    def _assign(self, task: dict, person: dict) -> None:
+        self.plan.append(("assign_task", {"task_id": task["task_id"], "person_id": person["person_id"]},
+                          f"assign {task['task_id']} ({task['title']}) to {person['name']} ({person['person_id']})"))
 
 
 class MisdescribingExpert(Misdescribing, ExpertAgent):
@@ -214,3 +230,30 @@ class MisdescribingExpert(Misdescribing, ExpertAgent):
         if moved == summary:  # a new task without dependencies names no id: describe another length instead
             moved = re.sub(r"(\d+) weeks?", lambda m: f"{int(m.group(1)) + 1} weeks", summary, count=1)
         return moved
+
+
+class PolicyBlindExpert(ExpertAgent):
+    """The expert with the policy's checks taken out: it does the work as well (the requirement's tasks and their
+    dependencies, the slip's cascade, the end week, the freest person with the skill), but allocates blind to leave
+    and refuses nothing (a person named who lacks the skill, is on leave or at capacity; a re-plan past the deadline).
+    Every task hinges on the policy, so it must never succeed."""
+
+    @staticmethod
+    def _on_leave(person: dict, task: dict) -> bool:
+        return False
+
+    def _replan(self) -> str | None:
+        self.project = dict(self.project, deadline=10**6)  # no deadline to check
+        return super()._replan()
+
+    def _person(self) -> str | None:
+        task, who = self._named()
+        for skill in (task["skill"], "backend", "frontend", "design", "data", "qa"):  # whatever their skills
+            ask = self._find(skill)
+            if ask:
+                return ask
+            person = next((p for p in self.people[skill] if p["name"].split()[0] == who), None)
+            if person:
+                self._assign(task, person)
+                return None
+        return None

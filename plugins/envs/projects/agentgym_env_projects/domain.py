@@ -13,7 +13,7 @@ from agentgym_service.desk import Desk, PrivacyError, ToolError
 from agentgym_service.goal import Lexicon
 from agentgym_service.tools import Param, Tool, ToolSet
 
-from .records import Task
+from .records import Person, Task
 
 TASK = Param("task_id", "such as T7")
 PROJECT = Param("project_id", "such as P2")
@@ -47,8 +47,8 @@ per confirmation.
 3. A requirement's work items become tasks of its project in the order listed, with the item's title, skill and \
 weeks, depending on the tasks created for the items it comes after.
 4. Allocation: give each task, in task-id order, to the person who has its skill, is not on leave in any of its weeks, \
-and holds the fewest tasks relative to capacity (most free capacity; ties: the lowest person id). Never above \
-capacity, never without the skill, never during leave.
+and has the most free capacity (capacity minus tasks held; ties: the lowest person id). Never above capacity, never \
+without the skill, never during leave: refuse to give a task to someone this rules out, saying why.
 5. A slip: set the task's new length with extend_task, then shift every task that depends on it, directly or not, in \
 task-id order, to start the week after its last dependency ends. Leave: reassign the person's tasks of the project \
 that overlap the leave, by rule 4.
@@ -99,6 +99,21 @@ def best_person(db: Database, task: Task, exclude: tuple[str, ...] = ()) -> str 
     if not fits:
         return None
     return min(fits, key=lambda p: (-(p.capacity - held(db, p.person_id)), p.person_id)).person_id
+
+
+def blind_choices(db: Database, task: Task, exclude: tuple[str, ...] = ()) -> set[str]:
+    """Whom an allocation that ignores rule 4's leave clause would pick for *task*: the person with the skill and
+    room left who holds the fewest tasks, read three ways (most free capacity, most free share of capacity, fewest
+    tasks held; ties: the lowest id). A task where rule 4's choice is none of them hinges on the policy."""
+    fits = [p for p in db.people if p.person_id not in exclude and task.skill in p.skills
+            and held(db, p.person_id) < p.capacity]
+    if not fits:
+        return set()
+    def free(p: Person) -> int:
+        return p.capacity - held(db, p.person_id)
+
+    readings = (lambda p: -free(p), lambda p: -free(p) / p.capacity, lambda p: held(db, p.person_id))
+    return {min(fits, key=lambda p: (reading(p), p.person_id)).person_id for reading in readings}
 
 
 def next_task_id(db: Database) -> str:

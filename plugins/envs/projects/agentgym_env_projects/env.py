@@ -1,10 +1,11 @@
 """``ProjectsEnv``: project planning on the service-env kit (seed 003's project management).
 
 A project manager asks for help, one request at a time: turn a requirement into tasks with
-dependencies, allocate open tasks by skill and capacity, re-plan after a slip, fix the
+dependencies, allocate open tasks by skill, leave and capacity, re-plan after a slip, fix the
 allocation when someone goes on leave (self-correction), tell the end week; some requests the
-policy forbids (a plan past the deadline, a person without the skill). Reward 1 when every
-request is resolved and the plan equals the goal.
+policy forbids (a plan past the deadline, a person without the skill, on leave or at capacity).
+Every task hinges on the policy: an allocation that only rule 4 gets right, or a forbidden
+request (``tasks.HINGES``). Reward 1 when every request is resolved and the plan equals the goal.
 """
 from __future__ import annotations
 

@@ -1,6 +1,11 @@
 """Task *k* of the planning office: people with skills, capacity and leave; three projects (one the
-user's) with tasks and dependencies; and 1-3 requests of the user, at least one needing a change.
-Each request is built on the plan as the earlier ones leave it (the goal applies them in order).
+user's) with tasks and dependencies; and 1-3 requests of the user, in any order, at least one needing an
+allowed change. Each request is built on the plan as the earlier ones leave it (the goal applies them in order).
+
+Every task hinges on the written policy (:data:`HINGES`): it has an allocation where rule 4 gives some task
+to someone other than whom an allocation blind to leave would pick (that person is on leave then), or a
+request the policy forbids (a person rule 4 rules out, a slip past the deadline). Doing the work without
+the policy's checks makes a forbidden write there and fails the task.
 """
 from __future__ import annotations
 
@@ -12,7 +17,8 @@ from agentgym_service.env import Task as EnvTask, goal_database
 from agentgym_service.goal import Change, Goal, Mention, Output, Request, Slot
 from agentgym_service.wording import Words
 
-from .domain import PlanDesk, best_person, dependents, next_task_id, title_key
+from .domain import (PlanDesk, allocation_problem, best_person, blind_choices, dependents, held, next_task_id,
+                     title_key)
 from .records import Person, Project, Requirement, Task, Update, new_database
 from .wording import WORDS
 
@@ -28,7 +34,10 @@ WORK = {"backend": ("build the API", "add payment webhooks", "migrate the databa
 PROJECTS = ("Atlas", "Beacon", "Cobalt", "Delta", "Ember", "Falcon")
 INTENTS = ("breakdown", "allocate", "replan", "reassign", "end_week", "forbidden")
 WRITES = ("breakdown", "allocate", "replan", "reassign")
-QUESTIONS = ("end_week", "forbidden")
+#: Requests whose right outcome the policy decides beyond the work asked for: an allocation where rule 4 (leave,
+#: then free capacity) picks someone an allocation blind to leave would not, or a change the policy forbids
+#: (rule 4's skill, leave and capacity, rule 6's deadline). Every task has one.
+HINGES = ("allocate", "reassign", "forbidden")
 
 
 @dataclass
@@ -110,24 +119,62 @@ def breakdown(c: Ctx) -> Request:
 
 
 def _assignments(c: Ctx, tasks: list[Task], exclude: tuple[str, ...] = ()) -> list[Change] | None:
-    """Rule 4 on the running goal, in task-id order (None: some task has nobody)."""
-    changes, before = [], {t.task_id: c.goal.tasks[t.task_id].assignee for t in tasks}
+    """Rule 4 on the running goal, in task-id order, such that the policy decides at least one of them: rule 4's
+    choice is not what an allocation blind to leave picks (:func:`_hinge`). None (the goal left as it was): some
+    task has nobody, or none can be made to hinge."""
+    changes = []
+    before = {t.task_id: c.goal.tasks[t.task_id].assignee for t in tasks}
+    leave = [(p, list(p.leave)) for db in (c.db, c.goal) for p in db.people]
+    hinge = False
     for task in tasks:
         goal_task = c.goal.tasks[task.task_id]
         was, goal_task.assignee = goal_task.assignee, None
+        hinge = hinge or _hinge(c, goal_task, exclude)
         pid = best_person(c.goal, goal_task, exclude)
         goal_task.assignee = was
         if pid is None:
-            for tid, who in before.items():  # leave the goal as it was
-                c.goal.tasks[tid].assignee = who
-            return None
+            hinge = False
+            break
         changes.append(Change("assign_task", {"task_id": task.task_id, "person_id": pid},
                               (task_mention(task.task_id), person_mention(c.db, pid)),
                               _entities(task=[task.task_id], person=[pid, *( [was] if was else [])],
                                         project=[c.project]),
                               f"assign {task.task_id} to {c.db.people[pid].name}"))
         goal_task.assignee = pid
-    return changes
+    if hinge:
+        return changes
+    for tid, who in before.items():  # leave the goal as it was
+        c.goal.tasks[tid].assignee = who
+    for person, weeks in leave:
+        person.leave = weeks
+    return None
+
+
+def _hinge(c: Ctx, task: Task, exclude: tuple[str, ...]) -> bool:
+    """Whether rule 4 gives *task* (unassigned for now) to someone an allocation blind to leave would not pick
+    (:func:`~.domain.blind_choices`); if not by chance, those people take leave in the task's weeks when they hold
+    nothing then, and rule 4 still finds someone."""
+    blind = blind_choices(c.goal, task, exclude)
+    pick = best_person(c.goal, task, exclude)
+    if pick is None or not blind:
+        return False
+    if pick not in blind:
+        return True
+    weeks = set(range(task.start, task.end + 1))
+    if any(t.assignee in blind and weeks & set(range(t.start, t.end + 1))
+           for db in (c.db, c.goal) for t in db.tasks if t.task_id != task.task_id):
+        return False
+    leave = {pid: list(c.goal.people[pid].leave) for pid in blind}
+    for db in (c.db, c.goal):
+        for pid in blind:
+            db.people[pid].leave = sorted(set(db.people[pid].leave) | weeks)
+    pick = best_person(c.goal, task, exclude)
+    if pick is not None and pick not in blind:
+        return True
+    for db in (c.db, c.goal):
+        for pid, was in leave.items():
+            db.people[pid].leave = list(was)
+    return False
 
 
 def allocate(c: Ctx) -> Request:
@@ -146,7 +193,8 @@ def replan(c: Ctx, over: bool = False) -> Request:
         after = dependents(c.goal, task.task_id)
         if not after or task.task_id in c.used:
             continue
-        for slip in c.rng.sample((1, 2, 3, 4), 4):
+        slips = range(5, 13) if over else range(1, 5)  # past the deadline takes a long delay
+        for slip in c.rng.sample(slips, len(slips)):
             shifts, ends = [], {task.task_id: task.start + task.weeks + slip - 1}
             for dep in after:
                 ready = max(ends.get(d, c.goal.tasks[d].end) + 1 for d in dep.depends_on)
@@ -190,6 +238,8 @@ def reassign(c: Ctx) -> Request:
             continue
         weeks = list(range(task.start, task.end + 1))
         affected = [t for t in c.mine() if t.assignee == holder and set(weeks) & set(range(t.start, t.end + 1))]
+        if any(t.task_id not in c.db.tasks or c.db.tasks[t.task_id].assignee != holder for t in affected):
+            continue  # an earlier request gave the holder that work: the leave would forbid its own change
         for p in (c.db, c.goal):
             p.people[holder].leave = sorted(set(p.people[holder].leave) | set(weeks))
         changes = _assignments(c, affected, exclude=(holder,))
@@ -212,20 +262,56 @@ def end_week(c: Ctx) -> Request:
     return Request("end_week", c.words.all("open_end"), (_project_slot(c),), outputs=(out,))
 
 
-def wrong_skill(c: Ctx) -> Request:
-    task = c.rng.choice([t for t in c.mine() if t.task_id not in c.used and t.assignee])  # staffed: not "open" work
+def named_person(c: Ctx) -> Request:
+    """The manager wants a person on a staffed task whom rule 4 never allows there: one without the task's skill, on
+    leave in its weeks, or already at capacity."""
+    staffed = [t for t in c.mine() if t.task_id not in c.used and t.assignee]  # staffed: not "open" work
+    if not staffed:
+        raise LookupError("no staffed task")
+    task = c.goal.tasks[c.rng.choice(staffed).task_id]
     c.used.add(task.task_id)
-    person = c.rng.choice([p for p in c.db.people if task.skill not in p.skills])
+    was, task.assignee = task.assignee, None  # as assign_task checks it: the holder's slot is free
+    try:
+        pid = next(filter(None, (_unfit(c, task, why, was) for why in (c.rng.choice(("skill", "leave", "capacity")),
+                                                                           "leave", "skill"))))
+        why = allocation_problem(c.goal, task, pid)
+    finally:
+        task.assignee = was
+    person = c.db.people[pid]
     w = c.words
     slots = (_project_slot(c), Slot("task", task.task_id, w("task", task=task.task_id)),
              Slot("person", person.name.split()[0], w("person", name=person.name.split()[0])))
-    change = Change("assign_task", {"task_id": task.task_id, "person_id": person.person_id},
-                    (task_mention(task.task_id), person_mention(c.db, person.person_id)),
-                    _entities(task=[task.task_id], person=[person.person_id], project=[c.project]),
+    change = Change("assign_task", {"task_id": task.task_id, "person_id": pid},
+                    (task_mention(task.task_id), person_mention(c.db, pid)),
+                    _entities(task=[task.task_id], person=[pid], project=[c.project]),
                     f"assign {task.task_id} to {person.name}")
-    return Request("assign", w.all("open_person"), slots, (change,),
-                   forbidden=f"{person.name} does not have the skill {task.skill}", elicit=("task", "person"),
+    return Request("assign", w.all("open_person"), slots, (change,), forbidden=why, elicit=("task", "person"),
                    reads=(f"project:{c.project}",))
+
+
+def _unfit(c: Ctx, task: Task, why: str, holder: str | None) -> str | None:
+    """Someone rule 4 forbids on *task* (its holder aside) for reason *why*; for leave, a person with the skill and room
+    takes leave in some of its weeks when they hold nothing then. None: nobody."""
+    if why == "skill":
+        return c.rng.choice([p.person_id for p in c.goal.people if task.skill not in p.skills])
+    skilled = [p for p in c.goal.people if task.skill in p.skills and p.person_id != holder]
+    if why == "capacity":
+        full = [p.person_id for p in skilled if held(c.goal, p.person_id) >= p.capacity]
+        return c.rng.choice(full) if full else None
+    free = [p for p in skilled if held(c.goal, p.person_id) < p.capacity]
+    away = [p.person_id for p in free if allocation_problem(c.goal, task, p.person_id)]
+    if away:
+        return c.rng.choice(away)
+    first = c.rng.randint(task.start, task.end)
+    weeks = set(range(first, c.rng.randint(first, task.end) + 1))
+    idle = [p.person_id for p in free if not any(t.assignee == p.person_id and weeks & set(range(t.start, t.end + 1))
+                                                 for db in (c.db, c.goal) for t in db.tasks)]
+    if not idle:
+        return None
+    pid = c.rng.choice(idle)
+    for db in (c.db, c.goal):
+        db.people[pid].leave = sorted(set(db.people[pid].leave) | weeks)
+    return pid
 
 
 def forbidden(c: Ctx) -> Request:
@@ -234,7 +320,7 @@ def forbidden(c: Ctx) -> Request:
             return replan(c, over=True)
         except LookupError:
             pass
-    return wrong_skill(c)
+    return named_person(c)
 
 
 BUILDERS = {"breakdown": breakdown, "allocate": allocate, "replan": replan, "reassign": reassign, "end_week": end_week,
@@ -274,29 +360,55 @@ def world(rng: random.Random) -> Database:
 
 
 def make_task(task_id: int, seed: int, wording: str, intents: tuple[str, ...]) -> EnvTask:
-    rng = random.Random(f"projects-task:{seed}:{task_id}")
-    intent = intents[task_id % len(intents)]
+    """Task *task_id*: its intent's request first, then what makes the task hinge on the policy and need a change."""
+    for attempt in range(20):
+        rng = random.Random(f"projects-task:{seed}:{task_id}" + (f":{attempt}" if attempt else ""))
+        task = _make_task(task_id, rng, wording, intents[task_id % len(intents)])
+        if task is not None:
+            return task
+    raise RuntimeError(f"projects: no task {task_id} with a request the policy decides (seed {seed})")
+
+
+def _make_task(task_id: int, rng: random.Random, wording: str, intent: str) -> EnvTask | None:
     db = world(rng)
     project = rng.choice([p.project_id for p in db.projects])
     user = db.projects[project].manager
-    kinds = [intent, rng.choice(WRITES)] if intent in QUESTIONS else [intent]
-    if intent in QUESTIONS and rng.random() < 0.3 or intent not in QUESTIONS and rng.random() < 0.5:
+    kinds = [intent]
+    if intent not in HINGES:  # every task has a request whose right outcome only the policy gives
+        kinds.append(rng.choice(HINGES))
+    if not set(kinds) & set(WRITES):  # and one allowed change, so refusing everything fails too
         kinds.append(rng.choice(WRITES))
+    if rng.random() < (0.5 if len(kinds) == 1 else 0.15 if len(kinds) == 2 else 0):
+        kinds.append(rng.choice(WRITES))
+    rng.shuffle(kinds)  # the request the policy decides may come at any point
     if "reassign" in kinds:  # its leave changes who may take what: raised first, every later request sees it
         kinds.remove("reassign")
         kinds.insert(0, "reassign")
     c = Ctx(rng, db, db.copy(), user, project, Words(WORDS, rng, wording), set())
     requests = []
     for kind in kinds:
-        try:
-            request = BUILDERS[kind](c)
-        except LookupError:  # nothing left of that kind in this plan: new work always fits
-            request = breakdown(c)
+        request = _request(c, kind)
         requests.append(request)
         desk = PlanDesk(c.goal)
         desk.identity = user
         goal_database(c.goal, desk, [request])  # later requests are built on the office as this one leaves it
+    if not any(r.forbidden or r.kind in ("allocate", "reassign") for r in requests):
+        return None
+    if not any(r.changes and not r.forbidden for r in requests):
+        return None
     person = db.people[user]
     identity = (Slot("email", person.email, c.words("email", email=person.email)),)
     goal = Goal(person.name, identity, tuple(requests), {}, rng.choice(("polite", "terse", "chatty")), wording)
     return EnvTask(task_id, intent, db, c.goal, goal, world=None)
+
+
+def _request(c: Ctx, kind: str) -> Request:
+    """A request of *kind* on the plan as it stands; when the plan has none (nothing open, nothing to slip), another
+    hinge for a hinge, and new work, which always fits, last."""
+    others = c.rng.sample([h for h in HINGES if h != kind], len(HINGES) - 1) if kind in HINGES else []
+    for k in [kind, *others]:
+        try:
+            return BUILDERS[k](c)
+        except LookupError:
+            pass
+    return breakdown(c)

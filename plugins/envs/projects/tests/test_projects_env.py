@@ -1,10 +1,12 @@
-"""projects on the service kit: the expert wins every task; allocation, dependencies and deadlines are enforced."""
+"""projects on the service kit: the expert wins every task; allocation, dependencies and deadlines are enforced; every
+task hinges on the policy, so agents blind to it win nothing."""
 from __future__ import annotations
 
 import pytest
 
 from agentgym_core.testing import check_env, play_over_http
-from agentgym_env_projects.agents import ExpertAgent, MisdescribingExpert, call
+from agentgym_env_projects.agents import ExpertAgent, MisdescribingExpert, PolicyBlindExpert, call
+from agentgym_env_projects.domain import PlanDesk, blind_choices
 from agentgym_env_projects.env import ProjectsEnv
 from agentgym_service.play import play, run_until
 
@@ -44,6 +46,84 @@ def test_every_task_needs_a_write_and_misdescribing_never_wins(env):
         env.reset(task_id=task_id)
         assert any(r.changes and not r.forbidden for r in env.task.goal.requests)
     assert sum(play(env, t, MisdescribingExpert(t))[0] for t in env.splits()["test"][:40]) == 0
+
+
+def hinges(task) -> list[str]:
+    """What the policy decides in *task* beyond the work asked for, replayed on its database: forbidden requests,
+    and assignments where rule 4's choice is not what an allocation blind to leave picks."""
+    db = task.db.copy()
+    desk, found = PlanDesk(db), []
+    for request in task.goal.requests:
+        if request.forbidden:
+            found.append(f"{request.kind}: forbidden, {request.forbidden}")
+            continue
+        for change in request.changes:
+            if change.tool == "assign_task":
+                t = db.tasks[change.args["task_id"]]
+                was, t.assignee = t.assignee, None
+                blind = blind_choices(db, t, (was,) if was else ())
+                t.assignee = was
+                if change.args["person_id"] not in blind:
+                    found.append(f"{request.kind}: {t.task_id} to {change.args['person_id']}, not {sorted(blind)}")
+            desk.apply(change.tool, dict(change.args))
+    assert db == task.goal_db  # the replay is the goal
+    return found
+
+
+@pytest.mark.parametrize("split", ["train", "test", "ood"])
+def test_every_task_hinges_on_the_policy_and_needs_an_allowed_change(env, split):
+    """Each task has a request that only the policy resolves (an allocation where leave rules out the freest person
+    with the skill, however free capacity is read, or a change the policy forbids) and an allowed change."""
+    no_hinge, no_change, rules = [], [], set()
+    for task_id in env.splits()[split]:
+        env.reset(task_id=task_id)
+        if not hinges(env.task):
+            no_hinge.append(task_id)
+        if not any(r.changes and not r.forbidden for r in env.task.goal.requests):
+            no_change.append(task_id)
+        rules |= {w for r in env.task.goal.requests if r.forbidden for w in ("skill", "leave", "capacity", "deadline")
+                  if w in r.forbidden}
+    assert no_hinge == [] and no_change == []
+    assert rules == {"skill", "leave", "capacity", "deadline"}  # every rule 4 and 6 forbids is asked for somewhere
+
+
+class Refuser(ExpertAgent):
+    """The expert that refuses every change once it has found out the request (a question it answers)."""
+
+    def __call__(self, obs: str) -> str:
+        try:
+            action = super().__call__(obs)
+        except (LookupError, ValueError):  # the refused requests left the plan otherwise than the expert expects
+            action = "I cannot do that"
+        if "Do you confirm?" in action or "I cannot do that" in action:
+            return self.refuse("our policy does not allow this change")
+        return action
+
+
+@pytest.mark.parametrize("split", ["test", "ood"])
+def test_agents_blind_to_the_policy_win_nothing(split):
+    """Doing the work without the policy's checks fails every task (it won 81% of test and 75% of OOD on the task
+    mix before every task hinged on the policy); refusing every change fails too, and both earn no graded reward."""
+    env = ProjectsEnv(reward="graded")
+    ids = list(env.splits()[split])
+    for make in (PolicyBlindExpert, Refuser):
+        runs = [play(env, t, make()) for t in ids[::2]]
+        assert sum(info["success"] for _, info, _ in runs) == 0, make.__name__
+        assert sum(reward for reward, _, _ in runs) / len(runs) <= 0.05, make.__name__
+
+
+@pytest.mark.parametrize("rule", ["skill", "leave", "capacity", "deadline"])
+def test_a_forbidden_request_is_refused_and_doing_it_ends_the_episode(env, rule):
+    """The manager names someone rule 4 rules out (no skill, on leave, at capacity) or a slip that breaks the deadline
+    (rule 6): the expert refuses and wins; the expert without the checks makes the change and gets 0."""
+    def forbids(task_id):
+        env.reset(task_id=task_id)
+        return env.task.goal.requests[0].forbidden and rule in env.task.goal.requests[0].forbidden
+    task_id = next(t for t in env.splits()["train"] if forbids(t))
+    reward, info, steps = play(env, task_id, ExpertAgent())
+    assert reward == 1.0 and any("I cannot do that" in a for a, _ in steps)
+    reward, info, _ = play(env, task_id, PolicyBlindExpert())
+    assert reward == 0.0 and info["end_reason"].startswith("policy:")
 
 
 def test_allocation_follows_the_policy_and_forbids_missing_skills(env):
