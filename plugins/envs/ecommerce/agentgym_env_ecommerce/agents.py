@@ -3,9 +3,10 @@
 It classifies each request from the customer's words, asks for everything the request needs
 in one reply, authenticates, looks up, checks the policy, describes the change and asks for a
 yes, makes it, tells the answers; or refuses with the reason. ``MisdescribingExpert`` is the
-same agent with a confirmation that describes another change (the anti-gaming check: it must
-score 0). Each is a callable ``agent(observation) -> action`` (what ``play`` and
-``play_over_http`` take); make one per episode.
+same agent with a confirmation that describes another change, ``PolicyBlindExpert`` the same
+agent with the policy's rules taken out (anti-gaming checks: both must score about 0). Each is a
+callable ``agent(observation) -> action`` (what ``play`` and ``play_over_http`` take); make one
+per episode.
 """
 from __future__ import annotations
 
@@ -41,6 +42,8 @@ _ASK = {"cancel": "the reason for cancelling",
 
 class ExpertAgent(ScriptedExpert):
     speaker, kinds = "Customer", _KINDS
+    #: Whether it applies the policy's rules (False: :class:`PolicyBlindExpert`).
+    applies_policy = True
 
     def __init__(self) -> None:
         self.profile: dict[str, Any] | None = None
@@ -121,20 +124,36 @@ class ExpertAgent(ScriptedExpert):
         return self.profile["payment_methods"] if self.profile else None
 
     def _method(self) -> tuple[str | None, str | None]:
-        """``(payment method id, None)`` the customer named, or ``(None, next action)``."""
+        """``(payment method id, None)``: the one the customer named, or where the policy puts a refund they leave
+        to us (the original method, their gift card if it has expired); or ``(None, next action)``. The profile
+        is read first: an expired method is never charged or refunded."""
         said = self.said.lower()
-        if re.search(r"original|paid with", said) and self.order:
-            return self.order["payment_method_id"], None
         if self._methods() is None:
             return None, call("get_customer", customer_id=self.identity)
-        for word, kind in (("gift card", "gift_card"), ("paypal", "paypal")):
-            if word in said:
-                found = [m["id"] for m in self._methods() if m["kind"] == kind]
-                return (found[0], None) if found else (None, self.refuse(f"you have no {word} on your account"))
-        last4 = re.search(r"ending in (\d{4})", said)
-        if last4:
-            return f"credit_card_{last4.group(1)}", None
-        return None, respond("Which payment method should I use?")
+        methods = {m["id"]: m for m in self._methods()}
+        original = self.order["payment_method_id"] if self.order else None
+        method = None
+        if re.search(r"don't mind", said) and original:
+            gift = [m for m in methods if methods[m]["kind"] == "gift_card"]
+            expired = methods.get(original, {}).get("expired") and self.applies_policy
+            method = gift[0] if expired and gift else original
+        elif re.search(r"original|paid with", said) and original:
+            method = original
+        else:
+            for word, kind in (("gift card", "gift_card"), ("paypal", "paypal")):
+                if word in said:
+                    found = [m for m in methods if methods[m]["kind"] == kind]
+                    if not found:
+                        return None, self.refuse(f"you have no {word} on your account")
+                    method = found[0]
+            last4 = re.search(r"ending in (\d{4})", said)
+            if method is None and last4:
+                method = f"credit_card_{last4.group(1)}"
+        if method is None:
+            return None, respond("Which payment method should I use?")
+        if methods.get(method, {}).get("expired") and self.applies_policy:
+            return None, self.refuse(f"{method} has expired, and an expired payment method is never charged or refunded")
+        return method, None
 
     def _serve(self) -> str:
         order, kind = self.order, self.kind
@@ -146,11 +165,24 @@ class ExpertAgent(ScriptedExpert):
             words = {"pending": "is still pending; it has not shipped yet", "delivered": "was delivered",
                      "cancelled": "was cancelled"}
             return respond(f"Your order {oid} {words.get(status, 'is ' + status)}.")
-        if kind in ("cancel", "address", "items", "payment") and status != "pending":
-            return self.refuse(f"order {oid} is {status}, and only pending orders can be changed")
-        if kind in ("return", "exchange") and (status != "delivered" or order.get("delivered_days_ago", 0) > RETURN_DAYS):
-            return self.refuse(f"order {oid} was not delivered within the last {RETURN_DAYS} days")
+        rule = self._order_rule(order, kind)
+        if rule and self.applies_policy:
+            return self.refuse(rule)
         return self._plan_and_confirm(self._plan())
+
+    @staticmethod
+    def _order_rule(order: dict[str, Any], kind: str) -> str | None:
+        """Why the order's status forbids a *kind* request (rules 3-5), or None."""
+        oid, status = order["order_id"], order["status"]
+        if kind in ("cancel", "address", "items", "payment") and status != "pending":
+            return f"order {oid} is {status}, and only pending orders can be changed"
+        if kind == "items" and order.get("items_changed"):
+            return f"the items of order {oid} were changed already, and they can be changed only once"
+        if kind in ("return", "exchange") and status != "delivered":
+            return f"order {oid} is {status}; only delivered items can be returned or exchanged"
+        if kind in ("return", "exchange") and order.get("delivered_days_ago", 0) > RETURN_DAYS:
+            return f"order {oid} was delivered more than {RETURN_DAYS} days ago"
+        return None
 
     def _plan(self) -> Any:
         order, kind, said = self.order, self.kind, self.said
@@ -174,7 +206,7 @@ class ExpertAgent(ScriptedExpert):
         items = [i for i in order["items"] if i["name"] in said]
         if not items:
             return respond("Which items is it about?")
-        if kind in ("return", "exchange") and any(i["final_sale"] for i in items):
+        if kind in ("return", "exchange") and any(i["final_sale"] for i in items) and self.applies_policy:
             return self.refuse("final-sale items cannot be returned or exchanged")
         new = None
         if kind != "return":
@@ -185,7 +217,7 @@ class ExpertAgent(ScriptedExpert):
         if method is None:
             return action
         if kind == "return":
-            if method != order["payment_method_id"] and not method.startswith("gift_card"):
+            if method != order["payment_method_id"] and not method.startswith("gift_card") and self.applies_policy:
                 return self.refuse("refunds go to the original payment method or a gift card")
             ids = sorted(i["id"] if "id" in i else i["item_id"] for i in items)
             amount = sum(i["price"] for i in items)
@@ -239,6 +271,14 @@ class ExpertAgent(ScriptedExpert):
         stock = "in stock" if variant["available"] else "out of stock"
         return respond(f"The {product['name']} ({', '.join(f'{a} {b}' for a, b in variant['options'].items())}) "
                        f"costs ${variant['price']:.2f} and is {stock}.")
+
+
+class PolicyBlindExpert(ExpertAgent):
+    """The expert with every policy rule taken out (order status, the 30-day window, final sale, the refund method,
+    expired cards, items changed once, where a refund the customer leaves to us goes): it serves as well as the
+    expert and refuses nothing the policy forbids. Every task hinges on a rule, so it must (nearly) never win."""
+
+    applies_policy = False
 
 
 class MisdescribingExpert(ExpertAgent):

@@ -70,7 +70,8 @@ class StoreDesk(Desk):
             raise ToolError(f"No customer {customer_id[:60]}; the authenticated customer is {me.customer_id}.")
         self.saw(f"customer:{me.customer_id}")
         methods = [{"id": m.method_id, "kind": m.kind, "label": m.label,
-                    **({"balance": m.balance} if m.balance is not None else {})} for m in me.payment_methods]
+                    **({"balance": m.balance} if m.balance is not None else {}),
+                    **({"expired": True} if m.expired else {})} for m in me.payment_methods]
         return as_json({"customer_id": me.customer_id, "name": me.name, "email": me.email, "address": me.address,
                         "payment_methods": methods, "orders": me.orders})
 
@@ -86,7 +87,8 @@ class StoreDesk(Desk):
         return order
 
     def _unread(self, order: Order) -> str | None:
-        """Policy 3: an order is looked up (get_order) before it is changed; its status decides what may be done."""
+        """Policy 3: an order is looked up (get_order) before it is changed; its status decides what may be done.
+        Checked before the other arguments: a write to an order not read breaks the rule whatever it asks."""
         if f"order:{order.order_id}" not in self.reads:
             return (f"{order.order_id} was changed without being looked up first; policy: read an order with get_order "
                     "before changing it (its status decides what may be done)")
@@ -185,15 +187,18 @@ class StoreDesk(Desk):
 
     def check_modify_address(self, order_id: str, address: str) -> tuple[dict, str | None]:
         order = self._order(order_id)
+        if unread := self._unread(order):
+            return {"order_id": order.order_id, "address": address_key(address)}, unread
         if not re.search(r"\d", address):
             raise ToolError('address needs a street number and zip, e.g. "12 Oak St, Springfield, 62704".', invalid=True)
-        return {"order_id": order.order_id, "address": address_key(address)}, (self._unread(order)
-                                                                                or policy.check_modify(order))
+        return {"order_id": order.order_id, "address": address_key(address)}, policy.check_modify(order)
 
     def check_modify_payment(self, order_id: str, payment_method_id: str) -> tuple[dict, str | None]:
         order = self._order(order_id)
+        if unread := self._unread(order):
+            return {"order_id": order.order_id, "payment_method_id": payment_method_id}, unread
         method = self._method(payment_method_id)
-        rule = self._unread(order) or policy.check_modify(order)
+        rule = policy.check_modify(order) or policy.check_usable(self._customer(), method)
         if rule is None:
             if method == order.payment_method_id:
                 raise ToolError(f"{order.order_id} is already paid with {method}.", invalid=True)
@@ -203,12 +208,15 @@ class StoreDesk(Desk):
     def _swap_check(self, order_id: str, item_ids: list[str], new_item_ids: list[str], payment_method_id: str,
                     pending: bool) -> tuple[dict, str | None]:
         order = self._order(order_id)
+        if unread := self._unread(order):
+            return {"order_id": order.order_id, "item_ids": item_ids, "new_item_ids": new_item_ids,
+                    "payment_method_id": payment_method_id}, unread
         pairs = self._pairs(order, item_ids, new_item_ids)
         method = self._method(payment_method_id)
         olds = [a for a, _ in pairs]
         rule = (policy.check_modify(order, items=True) if pending else
                 policy.check_delivered_items(order, olds, self.catalog, "exchanged"))
-        rule = self._unread(order) or rule or policy.check_same_product(pairs, self.catalog)
+        rule = rule or policy.check_same_product(pairs, self.catalog) or policy.check_usable(self._customer(), method)
         if rule is None:
             self._options(pairs)
             self._balance(method, self.price_difference(order, pairs))
@@ -225,9 +233,11 @@ class StoreDesk(Desk):
 
     def check_return_items(self, order_id: str, item_ids: list[str], payment_method_id: str) -> tuple[dict, str | None]:
         order = self._order(order_id)
+        if unread := self._unread(order):
+            return {"order_id": order.order_id, "item_ids": item_ids, "payment_method_id": payment_method_id}, unread
         items = self._items(order, item_ids)
         method = self._method(payment_method_id)
-        rule = (self._unread(order) or policy.check_delivered_items(order, items, self.catalog, "returned")
+        rule = (policy.check_delivered_items(order, items, self.catalog, "returned")
                 or policy.check_refund_method(order, self._customer(), method))
         return {"order_id": order.order_id, "item_ids": items, "payment_method_id": method}, rule
 

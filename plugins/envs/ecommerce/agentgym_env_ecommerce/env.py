@@ -1,10 +1,11 @@
 """``ECommerceServiceEnv``: customer service for a generated store, on the service-env kit.
 
 The agent talks to a simulated customer (``respond``), authenticates them, looks up orders and
-products, and changes the store through tools under a written policy. The customer raises 1-3
+products, and changes the store through tools under a written policy. The customer raises 2-4
 requests one at a time, gives details only when asked, and agrees only to a confirmation that
-describes the change it wants. Reward 1 when every request is resolved and the store equals the
-goal state (see the README for the endings and guards).
+describes the change it wants. Every task hinges on the policy: a request it forbids, or one
+whose write it decides (:mod:`.tasks`). Reward 1 when every request is resolved and the store
+equals the goal state (see the README for the endings and guards).
 """
 from __future__ import annotations
 

@@ -21,11 +21,14 @@ payment method) and ask the customer to confirm; make only the change they said 
 3. Look an order up with get_order before changing it: its status decides what may be done. Pending orders: cancel (reason "{CANCEL_REASONS[0]}" or "{CANCEL_REASONS[1]}"; the total is refunded to the \
 original payment method), or change the address, the payment method, or item options (same product, in stock, once).
 4. Shipped, delivered or cancelled orders cannot be cancelled or changed.
-5. Delivered items: return or exchange within {RETURN_DAYS} days of delivery, never final-sale items. Refund to the \
-original payment method or a gift card of the customer. Exchange only for another option of the same product, in \
-stock; the price difference is paid or refunded with a payment method of the customer.
-6. The customer's default address (their profile) may be changed on request.
-7. Find out what the customer wants before deciding. Refuse what the policy forbids (or transfer_to_human), saying \
+5. Delivered items: return or exchange within {RETURN_DAYS} days of delivery, never final-sale items. Exchange only \
+for another option of the same product, in stock. A refund goes to the original payment method or a gift card of the \
+customer, as they choose; an exchange's price difference is paid or refunded with a payment method of theirs they \
+choose. When the customer leaves the method to us: the original payment method, or their gift card if the original \
+method has expired.
+6. An expired payment method (get_customer shows which) is never charged or refunded.
+7. The customer's default address (their profile) may be changed on request.
+8. Find out what the customer wants before deciding. Refuse what the policy forbids (or transfer_to_human), saying \
 why. Tell the customer what they ask (status, tracking number, prices, refunds and price differences)."""
 
 
@@ -61,6 +64,13 @@ def check_refund_method(order: Order, customer: Customer, method_id: str) -> str
     method = customer.method(method_id)
     if method_id != order.payment_method_id and method.kind != "gift_card":
         return f"refunds go to the original payment method ({order.payment_method_id}) or a gift card, not {method_id}"
+    return check_usable(customer, method_id)
+
+
+def check_usable(customer: Customer, method_id: str) -> str | None:
+    """Rule 6: no charge or refund on an expired payment method."""
+    if customer.method(method_id).expired:
+        return f"{method_id} has expired; an expired payment method is never charged or refunded"
     return None
 
 

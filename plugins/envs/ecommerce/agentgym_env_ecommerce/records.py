@@ -13,6 +13,8 @@ class PaymentMethod:
     kind: str
     label: str
     balance: float | None = None
+    #: An expired card is never charged or refunded (policy rule 6); its id stays on the profile.
+    expired: bool = False
 
 
 @dataclass

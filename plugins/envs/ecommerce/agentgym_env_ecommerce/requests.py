@@ -2,6 +2,11 @@
 gives when asked, the change it wants and how a confirmation must describe it, the answers it
 must be told. Built from a seeded generator; the goal database is the store with the wanted
 changes applied by the same code the tools run (:mod:`.tasks`).
+
+:func:`return_expired` and :func:`exchange_expired` are allowed requests whose right write the
+policy decides and the customer does not state: they leave the refund (the price difference) to
+the store and the card the order was paid with has expired, so it goes to their gift card (rule
+5); the original card is a forbidden write (rule 6).
 """
 from __future__ import annotations
 
@@ -15,7 +20,7 @@ from .catalog import Catalog, Variant
 from .desk import address_key
 from .policy import CANCEL_REASONS
 from .records import Customer, Order
-from .world import RETURN_DAYS, IdPool, make_order, new_address, pick_items
+from .world import RETURN_DAYS, IdPool, expired_card, make_order, new_address, pick_items, with_method
 
 #: Requests the policy allows, by the write they need (or none, for questions).
 ALLOWED = ("order_status", "cancel", "return", "exchange", "change_address", "change_items", "change_payment",
@@ -105,8 +110,11 @@ def describe_item(cat: Catalog, item_id: str) -> str:
     return f"the {cat.by_product[v.product_id].name} ({v.option_text()})"
 
 
-def payment_slot(w: Words, customer: Customer, method_id: str, original: str | None) -> Slot:
+def payment_slot(w: Words, customer: Customer, method_id: str, original: str | None, *, left: bool = False) -> Slot:
+    """How the customer names the method when asked; *left*: they leave it to the store (the policy decides)."""
     method = customer.method(method_id)
+    if left:
+        return Slot("payment", "don't mind", w("pay_left"))
     if method_id == original:
         return Slot("payment", "original payment method", w("pay_original"))
     if method.kind in ("gift_card", "paypal"):
@@ -148,12 +156,19 @@ def _refund_method(c: Ctx, order: Order) -> str:
     return cards[0] if cards and c.rng.random() < 0.4 else order.payment_method_id
 
 
-def return_(c: Ctx) -> Request:
+def return_(c: Ctx, *, expired: bool = False) -> Request:
+    """Return delivered items; the refund where the customer says, or (a quarter of the time, and always when
+    *expired*: the order was paid with a card that has since expired) where the policy puts it."""
     w = c.words
     variants = pick_items(c.rng, c.cat, c.rng.randint(1, 4), final_sale=False)
-    order = c.order("delivered", variants, days=c.rng.randint(1, RETURN_DAYS))
     chosen = sorted(v.item_id for v in c.rng.sample(variants, c.rng.randint(1, min(3, len(variants)))))
-    method = _refund_method(c, order)
+    if c.rng.random() < 0.25:  # a final-sale item in the order that is not returned (the rule is per item)
+        variants += pick_items(c.rng, c.cat, 1, final_sale=True)
+    paid = expired_card(c.rng, c.ids, c.customer) if expired else None
+    order = c.order("delivered", variants, days=c.rng.randint(1, RETURN_DAYS), payment=paid)
+    left = expired or c.rng.random() < 0.25
+    method = with_method(c.rng, c.ids, c.customer, "gift_card") if expired else (
+        order.payment_method_id if left else _refund_method(c, order))
     amount = sum(i.price for i in order.items if i.item_id in chosen)
     names = " and ".join(describe_item(c.cat, i) for i in chosen)
     change = Change("return_items", {"order_id": order.order_id, "item_ids": chosen, "payment_method_id": method},
@@ -165,30 +180,51 @@ def return_(c: Ctx) -> Request:
     first = c.cat.by_product[c.cat.by_item[chosen[0]].product_id].name
     slots = (Slot("order_id", order.order_id, w("order", order=order.order_id)),
              Slot("items", first, w("items_return", items=names)),
-             payment_slot(w, c.customer, method, order.payment_method_id))
+             payment_slot(w, c.customer, method, order.payment_method_id, left=left))
     return Request("return", w.all("open_return"), slots, (change,), (_outputs_amount("refund", amount, order, w),))
 
 
-def _swap(c: Ctx, kind: str, status: str) -> Request:
+def return_expired(c: Ctx) -> Request:
+    return return_(c, expired=True)
+
+
+def _swap(c: Ctx, kind: str, status: str, *, days: int | None = None, final: bool = False, changed: bool = False,
+          allowed: bool = True, expired: bool = False) -> Request:
+    """Another option of an item: ``exchange`` (delivered) or ``change_items`` (pending), the price difference on
+    the method the customer says or (for a fifth of the exchanges, and always when *expired*: the order was paid
+    with a card that has since expired) where the policy puts it; for the forbidden ones (:mod:`.forbidden`) an order in another
+    *status*, delivered *days* ago, the item *final* sale, or the order's items *changed* already."""
     w = c.words
-    variants = pick_items(c.rng, c.cat, c.rng.randint(1, 3), final_sale=False if status == "delivered" else None)
-    order = c.order(status, variants, days=c.rng.randint(1, RETURN_DAYS) if status == "delivered" else None)
+    n = c.rng.randint(1, 3)
+    if final:
+        variants = pick_items(c.rng, c.cat, 1, final_sale=True)
+        variants += pick_items(c.rng, c.cat, n - 1, final_sale=False, exclude=(variants[0].product_id,))
+    else:
+        variants = pick_items(c.rng, c.cat, n, final_sale=False if status == "delivered" else None)
+    if status == "delivered" and days is None:
+        days = c.rng.randint(1, RETURN_DAYS)
+    gift = with_method(c.rng, c.ids, c.customer, "gift_card") if expired else None
+    order = c.order(status, variants, days=days, payment=expired_card(c.rng, c.ids, c.customer) if expired else None)
+    order.modified = changed
     target, new = None, None
-    for v in c.rng.sample(variants, len(variants)):  # an item with another option in stock
+    for v in variants[:1] if final else c.rng.sample(variants, len(variants)):  # an item with another option in stock
         product = c.cat.by_product[v.product_id]
-        options = [o for o in product.variants if o.available and o.item_id != v.item_id]
+        options = [o for o in product.variants if o.available and o.item_id != v.item_id
+                   and (gift is None or c.can_pay(c.customer.method(gift), o.price - v.price))]
         if options:
             target, new = v, c.rng.choice(options)
             break
-    if target is None:  # every other option out of stock: pick another product set
+    if target is None:  # every other option out of stock (or beyond the gift card): pick another product set
         c.orders.remove(order)
         c.customer.orders.remove(order.order_id)
-        return _swap(c, kind, status)
+        return _swap(c, kind, status, days=days, final=final, changed=changed, allowed=allowed, expired=expired)
     change_opts = {a: b for (a, b), (_, old) in zip(new.options, target.options) if b != old}
-    method = order.payment_method_id
+    left = expired or allowed and status == "delivered" and c.rng.random() < 0.2
+    method = gift or order.payment_method_id
     cards = [m for m in c.customer.payment_methods if m.kind == "gift_card" and c.can_pay(m, new.price - target.price)]
-    if cards and c.rng.random() < 0.3:
+    if not left and cards and c.rng.random() < 0.3:
         method = cards[0].method_id
+    if allowed and method.startswith("gift_card"):
         c.spend(method, new.price - target.price)
     tool = "exchange_items" if kind == "exchange" else "modify_items"
     options_text = ", ".join(f"{a} {b}" for a, b in change_opts.items())
@@ -205,7 +241,7 @@ def _swap(c: Ctx, kind: str, status: str) -> Request:
     slots = (Slot("order_id", order.order_id, w("order", order=order.order_id)),
              Slot("items", item_name, w("items_swap", items=describe_item(c.cat, target.item_id))),
              Slot("options", options_text, w("options", options=options_text)),
-             payment_slot(w, c.customer, method, order.payment_method_id))
+             payment_slot(w, c.customer, method, order.payment_method_id, left=left))
     diff = new.price - target.price
     return Request(kind, w.all(f"open_{'exchange' if kind == 'exchange' else 'items'}"), slots, (change,),
                    (_outputs_amount("difference", diff, order, w),))
@@ -213,6 +249,10 @@ def _swap(c: Ctx, kind: str, status: str) -> Request:
 
 def exchange(c: Ctx) -> Request:
     return _swap(c, "exchange", "delivered")
+
+
+def exchange_expired(c: Ctx) -> Request:
+    return _swap(c, "exchange", "delivered", expired=True)
 
 
 def change_items(c: Ctx) -> Request:
@@ -231,18 +271,24 @@ def change_address(c: Ctx) -> Request:
     return Request("change_address", w.all("open_address"), slots, (change,))
 
 
-def change_payment(c: Ctx) -> Request:
+def change_payment(c: Ctx, *, status: str = "pending", expired: bool = False) -> Request:
+    """Pay a pending order with another method of the customer; for the forbidden ones (:mod:`.forbidden`) an
+    order in another *status*, or a card that has *expired*."""
     w = c.words
-    if len(c.customer.payment_methods) < 2:
+    if sum(not m.expired for m in c.customer.payment_methods) < 2:
         c.customer.payment_methods.append(_extra_card(c))
-    order = c.order("pending", pick_items(c.rng, c.cat, c.rng.randint(1, 2)))
-    options = [m for m in c.customer.payment_methods if m.method_id != order.payment_method_id
-               and c.can_pay(m, order.total)]
-    if not options:
-        c.customer.payment_methods.append(_extra_card(c))
-        options = [c.customer.payment_methods[-1]]
-    method = c.rng.choice(options).method_id
-    c.spend(method, order.total)
+    order = c.order(status, pick_items(c.rng, c.cat, c.rng.randint(1, 2)))
+    if expired:
+        method = expired_card(c.rng, c.ids, c.customer)
+    else:
+        options = [m for m in c.customer.payment_methods if m.method_id != order.payment_method_id
+                   and not m.expired and c.can_pay(m, order.total)]
+        if not options:
+            c.customer.payment_methods.append(_extra_card(c))
+            options = [c.customer.payment_methods[-1]]
+        method = c.rng.choice(options).method_id
+        if status == "pending":
+            c.spend(method, order.total)
     change = Change("modify_payment", {"order_id": order.order_id, "payment_method_id": method},
                     (m_order(order), m_payment(c.customer, method, None)),
                     {"order": frozenset({order.order_id}), "payment": frozenset({method, order.payment_method_id})},

@@ -1,11 +1,23 @@
 """Task *k* of a store: a customer (two others in the store, sometimes with the same name), their
-orders, and 1-3 requests, at least one of which needs a write.
+orders, and 2-4 requests, raised one at a time.
 
-The category (``intents[k % len(intents)]``) is the first request's kind; a question
-(``order_status``, ``product_search``) or a ``forbidden`` request comes with a request that
-needs a change, and half of the change requests come with another one, so refusing or
-answering alone never solves a task. More than half of the tasks need two or more writes (tau-bench's retail
-test split: 39%).
+Every task hinges on the written policy: it carries at least one request whose right handling needs
+a rule (a *hinge*), at any place in the conversation. Half the hinges are requests the policy
+forbids (:mod:`.forbidden`: a shipped order cancelled or changed, a return or exchange after 30 days,
+of a final-sale item or of an order not delivered, a refund to PayPal, a card that has expired, item
+options changed twice), to be refused once their details are known; half are allowed requests whose
+write the policy decides and the customer does not state (:func:`.requests.return_expired`,
+:func:`.requests.exchange_expired`: the refund or difference left to the store, the card paid with
+expired, so it goes to the gift card). The write an agent makes when it does what the customer says
+without applying the policy breaks a rule and ends the episode with 0. Every task also carries an
+allowed request that needs a write, so refusing everything fails too; and the allowed requests come
+near the rules (a return on day 30, an order with a final-sale item that is not returned, a refund
+left to the store while the card is valid, an expired card on the profile that nobody asks about),
+so neither a surface feature nor a place in the conversation tells which request to refuse.
+
+The category (``intents[k % len(intents)]``) is the task's main request: an allowed kind (the first
+request the customer raises apart from the hinges), or ``forbidden`` (a forbidden request, at any
+place, beside an allowed write).
 """
 from __future__ import annotations
 
@@ -19,21 +31,42 @@ from .catalog import catalog
 from .desk import StoreDesk
 from .forbidden import FORBIDDEN
 from .records import new_database
-from .requests import ALLOWED, BUILDERS, WRITES, Ctx
+from .requests import ALLOWED, BUILDERS, WRITES, Ctx, exchange_expired, return_expired
 from .wording import WORDS
-from .world import IdPool, background_orders, make_customer
+from .world import IdPool, background_orders, expired_card, make_customer
 
 INTENTS = ALLOWED + ("forbidden",)
-QUESTIONS = ("order_status", "product_search", "forbidden")
+QUESTIONS = ("order_status", "product_search")
+#: The hinges: requests the policy forbids whose asked-for write the desk refuses (``exchange_other_product`` asks
+#: for a write no tool makes: it only opens a ``forbidden`` task), and allowed requests whose write the policy decides.
+FORBIDDEN_HINGES = tuple(k for k in FORBIDDEN if k != "exchange_other_product")
+VALUE_HINGES = ("return_expired", "exchange_expired")
+BUILD = {**BUILDERS, **FORBIDDEN, "return_expired": return_expired, "exchange_expired": exchange_expired}
+
+
+def hinge(rng: random.Random) -> str:
+    """A hinge: half the time an allowed request whose write the policy decides, else a forbidden one."""
+    return rng.choice(VALUE_HINGES if rng.random() < 0.5 else FORBIDDEN_HINGES)
 
 
 def kinds_of(intent: str, rng: random.Random) -> list[str]:
-    """The request kinds of a task whose first request is *intent*."""
-    kinds = [intent, rng.choice(WRITES)] if intent in QUESTIONS else [intent]
-    if intent in QUESTIONS and rng.random() < 0.3 or intent not in QUESTIONS and rng.random() < 0.6:
+    """The request builders (keys of :data:`BUILD`) of a task of category *intent*, in the order the customer
+    raises them: the category's request (for ``forbidden``, one the policy forbids), an allowed write when that
+    is a question or forbidden, sometimes another write or question, then a hinge inserted at any place (the
+    ``forbidden`` category's request is one), three times in ten two when that keeps the task to three requests.
+    A request for another product (``exchange_other_product``) comes first: no tool makes it as asked, and an agent
+    that stalls there has resolved nothing a graded reward would pay for."""
+    kinds = [] if intent == "forbidden" else [intent]
+    if intent in QUESTIONS or intent == "forbidden" or rng.random() < 0.35:
         kinds.append(rng.choice(WRITES))
-    if rng.random() < 0.15:
-        kinds.append(rng.choice(QUESTIONS + WRITES))
+    if rng.random() < 0.12:
+        kinds.append(rng.choice(QUESTIONS))
+    if intent == "forbidden":
+        wish = rng.choice(tuple(FORBIDDEN))
+        kinds.insert(0 if wish == "exchange_other_product" else rng.randint(0, len(kinds)), wish)
+    first = intent != "forbidden"
+    for _ in range(first + (rng.random() < 0.3 and len(kinds) + first < 3)):
+        kinds.insert(rng.randint(kinds[:1] == ["exchange_other_product"], len(kinds)), hinge(rng))
     return kinds
 
 
@@ -43,7 +76,9 @@ def make_task(task_id: int, seed: int, wording: str, intents: tuple[str, ...]) -
     intent = intents[task_id % len(intents)]
     kinds = kinds_of(intent, rng)
     ids = IdPool(rng)
-    customer = make_customer(rng, ids, gift_card=rng.random() < 0.5, paypal=True if "forbidden" in kinds else None)
+    customer = make_customer(rng, ids, gift_card=rng.random() < 0.5)
+    if rng.random() < 0.2:  # an old card on the profile that no request is about
+        expired_card(rng, ids, customer)
     first, last = customer.name.split()
     others = []
     for n in range(2):
@@ -56,8 +91,7 @@ def make_task(task_id: int, seed: int, wording: str, intents: tuple[str, ...]) -
     orders = [o for person in [customer, *others] for o in background_orders(rng, ids, cat, person, rng.randint(1, 2))]
     requests = []
     for kind in kinds:
-        build = FORBIDDEN[rng.choice(tuple(FORBIDDEN))] if kind == "forbidden" else BUILDERS[kind]
-        requests.append(build(c))
+        requests.append(BUILD[kind](c))
     db = new_database()
     for person in [customer, *others]:
         db.customers.add(person)

@@ -13,6 +13,8 @@ WORDS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
                      "I need to return an item from my order."),
                     ("I want to send back a few things I got.", "Some stuff I received isn't working out; I'd like to "
                      "send it back for my money.")),
+    "open_return_early": (("I'd like to return an item from one of my recent orders.", "I want to send back something "
+                           "I ordered."), ("I changed my mind about something I bought; can I return it?",)),
     "open_exchange": (("I'd like to exchange an item I received.", "I want to exchange something from my order.",
                        "Can I exchange an item from a delivered order?"),
                       ("Something I received came in the wrong variant; can I trade it for another one?",)),
@@ -50,6 +52,8 @@ WORDS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
     "pay_gift_card": (("Please use my gift card.", "My gift card, please."), ("The gift card on my account.",)),
     "pay_paypal": (("I want it on my PayPal account.", "Please use my PayPal."), ("To PayPal, if you would.",)),
     "pay_card": (("Please use my card ending in {last4}.",), ("Bill the card ending in {last4}.",)),
+    "pay_left": (("I don't mind which method; whatever you usually do.", "I don't mind, do what you normally do."),
+                 ("Honestly I don't mind, whatever the usual is.",)),
     "address": (("The new address is {address}.", "Please ship it to {address}."), ("Send it to {address} instead.",)),
     "profile_address": (("My new address is {address}.",), ("I live at {address} now.",)),
     "product": (("The {product} in {options}.", "I'm interested in the {product}, {options}."),

@@ -77,11 +77,12 @@ def pick_items(rng: random.Random, catalog: Catalog, n: int, *, final_sale: bool
 
 def make_order(rng: random.Random, ids: IdPool, catalog: Catalog, customer: Customer, status: str,
                items: list[Variant], *, days: int | None = None, payment: str | None = None) -> Order:
-    """An order of *customer* in *status*, inserted into the customer's order list at a random place."""
+    """An order of *customer* in *status*, inserted into the customer's order list at a random place (paid
+    with *payment*, else with a card or PayPal of theirs that has not expired)."""
     order_id = ids.take(lambda r: f"#W{r.randint(1000, 9999)}")
     records = [item_record(v, catalog) for v in items]
     total = round(sum(r.price for r in records), 2)
-    methods = [m.method_id for m in customer.payment_methods if m.kind != "gift_card"]
+    methods = [m.method_id for m in customer.payment_methods if m.kind != "gift_card" and not m.expired]
     order = Order(order_id=order_id, customer_id=customer.customer_id, status=status, items=records,
                   address=customer.address, payment_method_id=payment or rng.choice(methods), total=total)
     if status in ("shipped", "delivered"):
@@ -93,6 +94,28 @@ def make_order(rng: random.Random, ids: IdPool, catalog: Catalog, customer: Cust
         order.transactions.append(Transaction("refund", total, order.payment_method_id))
     customer.orders.insert(rng.randint(0, len(customer.orders)), order_id)
     return order
+
+
+def expired_card(rng: random.Random, ids: IdPool, customer: Customer) -> str:
+    """A card of *customer* that has expired (added, or one they have); returns its id."""
+    old = next((m for m in customer.payment_methods if m.expired), None)
+    if old is None:
+        digits = ids.take(lambda r: str(r.randint(1000, 9999)))
+        old = PaymentMethod(f"credit_card_{digits}", "credit_card", f"{rng.choice(CARD_BRANDS)} ending {digits}",
+                            expired=True)
+        customer.payment_methods.insert(rng.randint(0, len(customer.payment_methods)), old)
+    return old.method_id
+
+
+def with_method(rng: random.Random, ids: IdPool, customer: Customer, kind: str) -> str:
+    """A ``gift_card`` or ``paypal`` method of *customer* (added if they have none); returns its id."""
+    method = next((m for m in customer.payment_methods if m.kind == kind), None)
+    if method is None:
+        suffix = ids.take(lambda r: str(r.randint(1000, 9999)))
+        method = (PaymentMethod(f"gift_card_{suffix}", "gift_card", "gift card", float(rng.randrange(60, 400, 5)))
+                  if kind == "gift_card" else PaymentMethod(f"paypal_{suffix}", "paypal", "paypal"))
+        customer.payment_methods.append(method)
+    return method.method_id
 
 
 def background_orders(rng: random.Random, ids: IdPool, catalog: Catalog, customer: Customer, n: int) -> list[Order]:

@@ -17,10 +17,16 @@ def env():
 
 
 def first_task(env, intent, split="test", where=lambda e: True):
+    """The first task of category *intent* whose first request is of that kind (allowed; for ``forbidden``: a
+    forbidden one), reset; *where* narrows further."""
+    def opens(e):
+        first = e.task.goal.requests[0]
+        return bool(first.forbidden) if intent == "forbidden" else first.kind == intent and not first.forbidden
+
     for task_id in env.splits()[split]:
         if env.category(task_id) == intent:
             env.reset(task_id=task_id)
-            if where(env):
+            if opens(env) and where(env):
                 return task_id
     raise LookupError(intent)
 
@@ -42,7 +48,7 @@ def test_the_expert_solves_every_task(env, split):
     assert {t: r for t, r in failed.items() if r != "the user's goal is met"} == {}
 
 
-def test_every_task_needs_a_write_and_many_need_several(env):
+def test_every_task_needs_an_allowed_write_and_many_need_several(env):
     writes = collections.Counter()
     kinds = set()
     for task_id in env.splits()["test"]:
