@@ -607,6 +607,15 @@ class Plain(Worker):
     def text(self) -> str:
         return " ".join(self.req)
 
+    def on_user(self, line: str) -> None:
+        super().on_user(line)
+        # ecommerce: a "no" that names another order than the planned one (the plan was made before the customer
+        # said which): plan again once that order is read, as a competent worker would
+        if self.env == "ecommerce" and self.yes_to_last is False and self.plan:
+            named = last("order", [line], 1)
+            if named and self.plan[0][1].get("order_id") != f"#W{named}":
+                self.plan = self.pending = None
+
     # -- reads ----------------------------------------------------------------------------------------
     def next_read(self) -> str | None:
         env, k, said = self.env, self.kind, self.req or self.said
@@ -923,6 +932,9 @@ class Plain(Worker):
             v = last(pat, [line])
             if key in args and v:
                 args[key] = v
+        card = re.search(r"card ending in (\d{4})", line)
+        if self.env == "ecommerce" and card and "payment_method_id" in args:
+            args["payment_method_id"] = f"credit_card_{card.group(1)}"
 
     def answer(self) -> str | None:
         return self.true_answer()
