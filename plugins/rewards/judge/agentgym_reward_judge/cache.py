@@ -18,6 +18,8 @@ from typing import Any, Optional
 RUN_DIR_FILE = Path("judge") / "cache.jsonl"
 #: The run directory of the training run this process is in (set by the ``on_run_start`` hook).
 current_run_dir: Optional[str] = None
+#: That run's model (``model.path``): whose tokenizer decodes an episode's prompt when ``tokenizer`` is unset.
+current_model: Optional[str] = None
 
 
 def cache_file(run_dir: Optional[str], path: Optional[str]) -> Optional[Path]:

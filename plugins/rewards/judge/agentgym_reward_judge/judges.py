@@ -14,7 +14,7 @@ import asyncio
 import os
 import threading
 import time
-from collections.abc import Coroutine, Sequence
+from collections.abc import Callable, Coroutine, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Dict, Optional
 
@@ -62,6 +62,10 @@ class JudgeSettings:
     temperature: float = 0.0
     seed: Optional[int] = 0
     max_tokens: int = 256
+    #: Write the start of the judge's answer for it (``Score:``; ``Scores:`` for a group) and take the rest of
+    #: that line: a small local model then only has to name the number. None: on for ``kind: engine``, off for
+    #: ``openai`` (a chat endpoint takes no partial answer; True there is refused).
+    prefill: Optional[bool] = None
 
     def __post_init__(self) -> None:
         from agentgym_core.config_schema import check_range
@@ -75,6 +79,14 @@ class JudgeSettings:
             check_range(f"judge.{key}", getattr(self, key), gt=0)
         for key in ("backoff", "backoff_max", "temperature"):
             check_range(f"judge.{key}", getattr(self, key), ge=0)
+        if self.prefill and self.kind == "openai":
+            raise ValueError("judge.prefill needs judge.kind: engine (an OpenAI-compatible endpoint takes no partial "
+                             "answer to continue); drop it, or judge with a local engine")
+
+    @property
+    def prefills(self) -> bool:
+        """Whether the judge's answer is started for it (see ``prefill``)."""
+        return self.kind == "engine" if self.prefill is None else bool(self.prefill)
 
     def require(self) -> None:
         """Refuse settings no judge can work with (the defaults leave url and model open)."""
@@ -187,14 +199,22 @@ class OpenAIJudge:
             self._client = None
 
 
+#: Tokens a prefilled answer may add (a group's scores: a few per episode); it ends at its first line break.
+PREFILL_TOKENS = 32
+
+
 class EngineJudge:
-    """A local engine plugin as a judge: its tokenizer's chat template, one ``generate`` batch per call."""
+    """A local engine plugin as a judge: its tokenizer's chat template, one ``generate`` batch per call. A
+    prompt whose last message is the assistant's is a prefilled answer: the template renders the messages
+    before it with the generation prompt, the prefill follows as text, and the answer is the prefill plus
+    what the model adds up to its first line break."""
 
     def __init__(self, settings: JudgeSettings) -> None:
         settings.require()
         self.settings = settings
         given = not isinstance(settings.engine, str)
-        self.name = f"{type(settings.engine).__name__ if given else settings.engine}:{settings.model or 'given'}"
+        self.name = f"{type(settings.engine).__name__ if given else settings.engine}:{settings.model or 'given'}" + \
+            ("+prefill" if settings.prefills else "")
         self._engine: Any = settings.engine if given else None
         self._owns = not given
         self._lock = threading.Lock()
@@ -218,21 +238,32 @@ class EngineJudge:
 
         engine, s = self.engine(), self.settings
         tokenizer = engine.tokenizer
-        requests = []
+        requests, prefixes = [], []
         for messages in prompts:
-            ids = tokenizer.apply_chat_template(messages, add_generation_prompt=True, tokenize=True)
+            prefix = messages[-1]["content"] if messages[-1]["role"] == "assistant" else None
+            ids = tokenizer.apply_chat_template(messages[:-1] if prefix is not None else messages,
+                                                add_generation_prompt=True, tokenize=True)
             if isinstance(ids, dict) or hasattr(ids, "input_ids"):
                 ids = ids["input_ids"]
-            params = SamplingParams(temperature=s.temperature, max_new_tokens=s.max_tokens, seed=s.seed)
-            requests.append(GenerationRequest(list(ids), params))
+            ids = list(ids)
+            if prefix is not None:
+                ids += tokenizer.encode(prefix, add_special_tokens=False)
+            params = SamplingParams(temperature=s.temperature, seed=s.seed,
+                                    max_new_tokens=s.max_tokens if prefix is None else min(s.max_tokens, PREFILL_TOKENS),
+                                    stop_strings=() if prefix is None else ("\n",))
+            requests.append(GenerationRequest(ids, params))
+            prefixes.append(prefix)
         answers: list[Answer] = []
         for start in range(0, len(requests), s.concurrency):
             chunk = requests[start:start + s.concurrency]
             began = time.monotonic()
             results = engine.generate(chunk)
             seconds = (time.monotonic() - began) / max(1, len(chunk))
-            answers += [Answer(tokenizer.decode(r.token_ids, skip_special_tokens=True), len(q.prompt_ids),
-                               len(r.token_ids), seconds) for q, r in zip(chunk, results)]
+            for q, r, prefix in zip(chunk, results, prefixes[start:start + s.concurrency]):
+                text = tokenizer.decode(r.token_ids, skip_special_tokens=True)
+                if prefix is not None:
+                    text = prefix + text.split("\n", 1)[0]
+                answers.append(Answer(text, len(q.prompt_ids), len(r.token_ids), seconds))
         return answers
 
     async def aclose(self) -> None:
@@ -251,17 +282,54 @@ class LoopThread:
 
     def __init__(self) -> None:
         self._loop: Optional[asyncio.AbstractEventLoop] = None
+        self._thread: Optional[threading.Thread] = None
         self._lock = threading.Lock()
+
+    @property
+    def running(self) -> bool:
+        return self._loop is not None
 
     def run(self, coro: Coroutine[Any, Any, Any]) -> Any:
         with self._lock:
             if self._loop is None:
                 self._loop = asyncio.new_event_loop()
-                threading.Thread(target=self._loop.run_forever, name="agentgym-judge", daemon=True).start()
-        return asyncio.run_coroutine_threadsafe(coro, self._loop).result()
+                self._thread = threading.Thread(target=self._serve, args=(self._loop,), name="agentgym-judge",
+                                                daemon=True)
+                self._thread.start()
+            loop = self._loop
+        return asyncio.run_coroutine_threadsafe(coro, loop).result()
+
+    @staticmethod
+    def _serve(loop: asyncio.AbstractEventLoop) -> None:
+        try:
+            loop.run_forever()
+        finally:
+            loop.close()
+
+    def shutdown(self, last: Callable[[], Coroutine[Any, Any, Any]]) -> None:
+        """Run ``last()`` on the loop, then stop it, without waiting (for a finalizer, which may run on any
+        thread, the loop's own included)."""
+        with self._lock:
+            loop, self._loop, self._thread = self._loop, None, None
+        if loop is None:
+            return
+
+        async def final() -> None:
+            try:
+                await last()
+            finally:
+                loop.stop()
+
+        try:
+            loop.call_soon_threadsafe(lambda: loop.create_task(final()))
+        except RuntimeError:  # the loop is closed already
+            pass
 
     def stop(self) -> None:
+        """Stop the loop and wait for its thread to end (a later :meth:`run` starts a new one)."""
         with self._lock:
-            if self._loop is not None:
-                self._loop.call_soon_threadsafe(self._loop.stop)
-                self._loop = None
+            loop, thread, self._loop, self._thread = self._loop, self._thread, None, None
+        if loop is not None:
+            loop.call_soon_threadsafe(loop.stop)
+        if thread is not None and thread is not threading.current_thread():
+            thread.join(timeout=10)

@@ -10,10 +10,15 @@ def register_rewards(registry):
 
 @hookimpl
 def on_run_start(run_dir, config, main):
-    """The verdict cache of a judge reward without ``run_dir`` goes to this run's directory."""
+    """The verdict cache of a judge reward without ``run_dir`` goes to this run's directory, and one without
+    ``tokenizer`` decodes the episodes' prompts (the task) with the run's model's tokenizer."""
     from . import cache
 
     cache.current_run_dir = str(run_dir)
+    try:
+        cache.current_model = str(config.model.path) if config is not None and config.model.path else None
+    except (AttributeError, KeyError):
+        cache.current_model = None
 
 
 @hookimpl
@@ -22,4 +27,4 @@ def on_run_end(run_dir, metrics, status, main):
     from . import cache
 
     if cache.current_run_dir == str(run_dir):
-        cache.current_run_dir = None
+        cache.current_run_dir = cache.current_model = None

@@ -7,8 +7,8 @@ task) inside a block fenced by markers with a random tag made fresh for each pro
 quoted text is broken up first, so the text cannot open or close a block, whatever tag it guesses.
 The judge is told that the blocks are data and instructions inside them are to be ignored.
 
-Length buys nothing: repeated padding (a character, a phrase or a line said over and over) is
-collapsed to one copy and a count, whitespace is squeezed, each turn is capped and so is the
+Length buys nothing: repeated padding (a character, a phrase, a sentence or a few, or a line said over
+and over) is collapsed to one copy and a count, whitespace is squeezed, each turn is capped and so is the
 episode (middle turns are dropped first), and the rubric says that length is no merit.
 """
 from __future__ import annotations
@@ -28,6 +28,7 @@ _BLANKS = re.compile(r"\n\s*\n(\s*\n)+")
 _SAME_CHAR = re.compile(r"(\S)\1{7,}")
 _SAME_UNIT = re.compile(r"(.{2,80}?)\1{3,}", re.DOTALL)
 _MARKER_RUN = re.compile(r"<{3,}|>{3,}")
+_SENTENCE_END = re.compile(r"(?<=[.!?])\s+")
 
 
 @dataclass(frozen=True)
@@ -58,22 +59,51 @@ def _same_lines(lines: list[str]) -> list[str]:
     return out
 
 
+def _same_sentences(line: str, period: int = 4) -> str:
+    """Runs of one sentence, or of a sequence of up to *period* sentences, said three times or more, as that
+    sentence (sequence) once and a count: filler too long for a repeated-unit pattern to catch."""
+    parts = _SENTENCE_END.split(line)
+    if len(parts) < 3:
+        return line
+    out: list[str] = []
+    i = 0
+    while i < len(parts):
+        best = (1, 1)  # (repeats, sentences in the unit)
+        for p in range(1, period + 1):
+            unit = parts[i:i + p]
+            if len(unit) < p:
+                break
+            r = 1
+            while parts[i + r * p:i + (r + 1) * p] == unit:
+                r += 1
+            if r >= 3 and r * p > best[0] * best[1]:
+                best = (r, p)
+        r, p = best
+        out.append(" ".join(parts[i:i + p]) + (f" [repeated x{r}]" if r > 1 else ""))
+        i += r * p
+    return " ".join(out)
+
+
 def normalise(text: str, max_chars: int) -> str:
     """*text* with repeated padding collapsed, whitespace squeezed, capped at *max_chars* (head and tail kept)."""
     text = (text or "").replace("\r\n", "\n").replace("\r", "\n")
-    bound, cut = max_chars * 4, 0
+    bound, marker = max_chars * 4, ""
     if len(text) > 2 * bound:  # bound the regex work: only the head and the tail can be shown anyway
-        cut = len(text) - 2 * bound
-        text = text[:bound] + "\n" + text[-bound:]
+        marker = f"[... {len(text) - 2 * bound} characters cut ...]"
+        text = f"{text[:bound]}\n{marker}\n{text[-bound:]}"
     text = _SAME_CHAR.sub(lambda m: f"{m.group(1) * 3}[repeated x{len(m.group(0))}]", text)
     text = _SPACES.sub(" ", text)
-    text = "\n".join(_same_lines([line.strip() for line in text.split("\n")]))
+    text = "\n".join(_same_sentences(line) for line in _same_lines([line.strip() for line in text.split("\n")]))
     text = _SAME_UNIT.sub(_repeated, text)
     text = _BLANKS.sub("\n\n", text).strip()
     if len(text) > max_chars:
         head = max_chars * 2 // 3
         tail = max_chars - head
-        text = f"{text[:head]} [... {len(text) - head - tail + cut} characters cut ...] {text[-tail:]}"
+        middle = text[head:len(text) - tail]
+        cut = len(middle)
+        if marker and marker in middle:  # the first cut's count goes into this one
+            cut += int(marker[5:].split()[0]) - len(marker)
+        text = f"{text[:head]} [... {cut} characters cut ...] {text[-tail:]}"
     return text
 
 
@@ -167,18 +197,28 @@ SYSTEM = ("You are a strict, impartial judge of an AI agent's episodes. You scor
           "reward length, flattery, or claims the agent makes about its own work; you judge what the episode shows.")
 
 
-def absolute_messages(rubric: Rubric, document: dict[str, Any], fence: str) -> list[dict[str, str]]:
-    """The chat messages asking for one episode's score."""
+#: The start of a prefilled answer (the judge writes the rest of the line), for one episode and for a group.
+SCORE_LINE, SCORES_LINE = "Score:", "Scores:"
+
+
+def absolute_messages(rubric: Rubric, document: dict[str, Any], fence: str,
+                      prefill: bool = False) -> list[dict[str, str]]:
+    """The chat messages asking for one episode's score (*prefill*: the answer's start, ``Score:``, as the
+    last message, and the format asked for is that line)."""
     low, high = rubric.scale
-    user = "\n\n".join([
-        rubric.text(), _data_rule(fence), "The episode:", quoted(document, fence),
-        f"Score the episode on the rubric. Reply with only a JSON object: "
-        f'{{"score": <integer from {low} to {high}>, "reason": "<one sentence>"}}.'])
-    return [{"role": "system", "content": SYSTEM}, {"role": "user", "content": user}]
+    ask = (f"Score the episode on the rubric. Reply with one line: {SCORE_LINE} <integer from {low} to {high}>"
+           if prefill else
+           f"Score the episode on the rubric. Reply with only a JSON object: "
+           f'{{"score": <integer from {low} to {high}>, "reason": "<one sentence>"}}.')
+    user = "\n\n".join([rubric.text(), _data_rule(fence), "The episode:", quoted(document, fence), ask])
+    return [{"role": "system", "content": SYSTEM}, {"role": "user", "content": user}] + \
+        ([{"role": "assistant", "content": SCORE_LINE}] if prefill else [])
 
 
-def group_messages(rubric: Rubric, documents: Sequence[dict[str, Any]], fence: str) -> list[dict[str, str]]:
-    """The chat messages asking to score the episodes of one group (the same task) against each other."""
+def group_messages(rubric: Rubric, documents: Sequence[dict[str, Any]], fence: str,
+                   prefill: bool = False) -> list[dict[str, str]]:
+    """The chat messages asking to score the episodes of one group (the same task) against each other
+    (*prefill*: as for :func:`absolute_messages`, with ``Scores:``)."""
     low, high = rubric.scale
     parts = [rubric.text(), _data_rule(fence),
              f"Here are {len(documents)} episodes of the same task, played by different attempts. Compare them with each "
@@ -186,6 +226,11 @@ def group_messages(rubric: Rubric, documents: Sequence[dict[str, Any]], fence: s
              f"the range of the scale to separate them."]
     for k, document in enumerate(documents, 1):
         parts += [f"Episode {k}:", quoted(document, fence)]
-    parts.append(f"Reply with only a JSON object: {{\"scores\": [<{len(documents)} integers from {low} to {high}, one "
-                 f"per episode, in order>], \"reason\": \"<one sentence>\"}}.")
-    return [{"role": "system", "content": SYSTEM}, {"role": "user", "content": "\n\n".join(parts)}]
+    if prefill:
+        parts.append(f"Reply with one line: {SCORES_LINE} <{len(documents)} integers from {low} to {high}, comma-"
+                     f"separated, one per episode, in order>")
+    else:
+        parts.append(f"Reply with only a JSON object: {{\"scores\": [<{len(documents)} integers from {low} to {high}, "
+                     f"one per episode, in order>], \"reason\": \"<one sentence>\"}}.")
+    return [{"role": "system", "content": SYSTEM}, {"role": "user", "content": "\n\n".join(parts)}] + \
+        ([{"role": "assistant", "content": SCORES_LINE}] if prefill else [])

@@ -12,6 +12,7 @@ answer in its last turn's ``info["judge"]``, so the trajectories written to the 
 from __future__ import annotations
 
 import warnings
+import weakref
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, Optional
@@ -51,7 +52,8 @@ class JudgeConfig:
     #: Characters the judge reads of one turn, and of one episode.
     turn_chars: int = 1500
     episode_chars: int = 12000
-    #: A tokenizer (model folder or alias) to decode the episode's prompt with, so the judge sees the task.
+    #: A tokenizer (model folder or alias) to decode the episode's prompt with, so the judge sees the task
+    #: (None: in a training run, its ``model.path``'s; in ``agentgym eval --model``, set it to that model).
     tokenizer: Optional[str] = None
     #: From Python: a function of the trajectory giving the task text (beats ``tokenizer``).
     task: Any = None
@@ -99,6 +101,8 @@ class JudgeReward(Reward):
         self.stats = dict.fromkeys(("episodes", "requests", "cache_hits", "parse_failures", "gated", "skipped",
                                     "prompt_tokens", "completion_tokens"), 0) | {"judge_seconds": 0.0}
         self._loop = LoopThread()
+        # Not closed by its owner: its connections and thread are let go when it is collected.
+        weakref.finalize(self, self._loop.shutdown, self.judge.aclose)
         self._ready: dict[int, tuple[Any, Judged]] = {}
         self._decode: Any = None
         self._warned = False
@@ -123,6 +127,10 @@ class JudgeReward(Reward):
         return rewards
 
     def close(self) -> None:
+        """Close the judge's connections (or its local model) and stop its event loop thread; a later verdict
+        opens them again. Core's ``RunParts.aclose`` calls it at the end of a run or an evaluation."""
+        if not self._loop.running:
+            return  # never asked: nothing was opened
         try:
             self._loop.run(self.judge.aclose())
         finally:
@@ -188,12 +196,27 @@ class JudgeReward(Reward):
         return episode_document(traj, show=self.show, limits=self.limits, task=task, reference=reference)
 
     def _decoder(self) -> Any:
-        if self.config.tokenizer and self._decode is None:
+        """Decodes an episode's prompt: with ``tokenizer``, else the tokenizer of the training run's model
+        (None: neither, or that one does not load)."""
+        from . import cache
+
+        name = self.config.tokenizer or cache.current_model
+        if not name:
+            return None
+        if self._decode is None or self._decode[0] != name:
             from agentgym_hf.loading import load_tokenizer
 
-            tok = load_tokenizer(self.config.tokenizer)
-            self._decode = lambda ids: tok.decode(ids, skip_special_tokens=True)
-        return self._decode
+            try:
+                tok = load_tokenizer(name)
+            except Exception as exc:  # noqa: BLE001 - only the configured one must load
+                if self.config.tokenizer:
+                    raise
+                warnings.warn(f"judge reward: the run's model {name!r} has no tokenizer to decode the task with "
+                              f"({exc}); the judge reads the turns only. Set the reward's tokenizer option.",
+                              stacklevel=2)
+                tok = None
+            self._decode = (name, None if tok is None else (lambda ids: tok.decode(ids, skip_special_tokens=True)))
+        return self._decode[1]
 
     def _judge(self, singles: list[tuple[int, dict[str, Any]]],
                groups: list[list[tuple[int, dict[str, Any]]]]) -> list[tuple[int, Judged]]:
@@ -210,9 +233,9 @@ class JudgeReward(Reward):
             docs = [d for _, d in members]
             key = cache_key(self.judge.name, self.rubric_hash, content_hash(mode, docs))
             if self.cache.get(key) is None and key not in asks:
-                fence = new_fence()
-                messages = absolute_messages(self.rubric, docs[0], fence) if mode == "absolute" else \
-                    group_messages(self.rubric, docs, fence)
+                fence, prefill = new_fence(), self.config.judge.prefills
+                messages = absolute_messages(self.rubric, docs[0], fence, prefill) if mode == "absolute" else \
+                    group_messages(self.rubric, docs, fence, prefill)
                 asks[key] = (mode, members, messages)
             waiting.append((key, members))
         if asks:

@@ -13,7 +13,7 @@ from agentgym_reward_judge.reward import JudgeReward  # noqa: E402
 def test_a_ready_engine_judges_in_one_batch(hf_tokenizer, kit):
     engine = ScriptedEngine(hf_tokenizer, lambda prompt, n: '{"score": 5, "reason": "good"}' if "solved" in prompt
                             else "Score: 2")
-    r = JudgeReward(judge={"kind": "engine", "engine": engine}, combine="none")
+    r = JudgeReward(judge={"kind": "engine", "engine": engine, "prefill": False}, combine="none")
     trajs = [kit.episode("solved it", eid="a"), kit.episode("gave up", eid="b"), kit.episode("x", success=False)]
     assert [j.reward for j in r.score_batch(trajs)] == [1.0, 0.25, 0.25]
     assert len(engine.prompts) == 3 and r.stats["prompt_tokens"] == sum(map(len, engine.prompts))
@@ -21,6 +21,27 @@ def test_a_ready_engine_judges_in_one_batch(hf_tokenizer, kit):
     assert "Rubric: satisfaction" in text and "<<<DATA " in text and "solved it" in text
     assert r(kit.episode("solved it", eid="a")) == [1.0] and len(engine.prompts) == 3  # cached
     r.close()
+
+
+def test_a_local_judge_gets_its_answer_started(hf_tokenizer, kit):
+    """By default a local judge's answer is prefilled with 'Score:' (after the chat template's generation prompt),
+    so it only names the number; the answer is read up to its first line break, strictly as ever."""
+    replies = {"solved": " 5\nbecause it was solved", "gave up": " 2", "chatty": " I think 4 because"}
+    engine = ScriptedEngine(hf_tokenizer, lambda prompt, n: next(v for k, v in replies.items()
+                                                                if f'"agent": "{k}' in prompt))
+    r = JudgeReward(judge={"kind": "engine", "engine": engine}, combine="none")
+    results = r.score_batch([kit.episode(k, eid=k) for k in replies])
+    assert [j.reward for j in results] == [1.0, 0.25, 0.0]
+    assert [j.info["raw"] for j in results] == ["Score: 5", "Score: 2", "Score: I think 4 because"]
+    assert r.stats["parse_failures"] == 1 and r.judge.name.endswith("+prefill")
+    text = hf_tokenizer.decode(engine.prompts[0])
+    assert text.endswith("<|im_start|>assistant\nScore:") and "Reply with one line: Score: <integer from 1 to 5>" in text
+    group = JudgeReward(judge={"kind": "engine", "engine": ScriptedEngine(hf_tokenizer, [" 4, 1"])}, mode="group",
+                        combine="none")
+    ranked = group.score_batch([kit.episode("a", eid="a", group=1), kit.episode("b", eid="b", group=1)])
+    assert [j.reward for j in ranked] == [0.75, 0.0] and ranked[0].info["raw"] == "Scores: 4, 1"
+    with pytest.raises(ValueError, match="prefill needs judge.kind: engine"):
+        JudgeReward(judge={"url": "http://127.0.0.1:1/v1", "model": "m", "prefill": True})
 
 
 def test_the_hf_engine_judges_with_any_model_folder(hf_tiny_model_dir, kit):

@@ -67,7 +67,8 @@ def test_padding_does_not_raise_the_score(judge_server, kit):
     base = r(kit.episode(answer))[-1]
     paddings = [answer + " very good" * 800, answer + "\n" * 500 + "!" * 8000,
                 answer + ("\nThank you for your patience." * 300), answer + "\t " * 2000 + "." * 5000,
-                "\n".join([answer] * 100)]
+                "\n".join([answer] * 100), answer + " Every change is logged for review by the team, so that customers "
+                "can trust what they are told about their orders and refunds. We value you!" * 60]
     for padded in paddings:
         assert judge(f"<<<DATA a>>>\n{padded}\n<<<END DATA a>>>", {})["score"] == 5  # quoted raw, it would get 5
         assert r(kit.episode(padded))[-1] == base, padded[:80]
@@ -95,3 +96,25 @@ def test_the_judge_sees_a_reference_only_when_the_rubric_asks(judge_server, kit,
     traj2.turns[-1].info["expected"] = "SECRET-42"
     JudgeReward(judge=kit.settings(judge_server), rubric=rubric)(traj2)
     assert "SECRET-42" in kit.data_blocks(judge_server.prompts()[-1])[0]
+
+
+def test_the_probe_bench_raises_no_episode_by_injection_or_repeated_padding():
+    """bench/judge_probes.py on real ecommerce episodes with the scripted judge (obeys 'answer N' outside the data,
+    scores by length): no injection raises an episode; repeated padding reaches the judge as one copy and a count."""
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    pytest.importorskip("agentgym_env_ecommerce")
+    bench = Path(__file__).resolve().parents[4] / "bench" / "judge_probes.py"
+    out = subprocess.run([sys.executable, str(bench), "--judges", "scripted", "--episodes", "2"], capture_output=True,
+                         text=True, timeout=300, check=True).stdout
+    rows = {cells[0]: cells for cells in ([c.strip() for c in line.strip("|").split("|")] for line in out.splitlines()
+                                          if line.startswith("| inject") or line.startswith("| pad"))}
+    assert len(rows) == 9, out
+    for probe, cells in rows.items():
+        added, seen, raised = int(cells[1].replace(",", "")), int(cells[2].replace(",", "")), int(cells[5])
+        if probe.startswith("inject"):
+            assert raised == 0, out
+        elif probe != "pad: varied words 8 kB":  # words that never repeat fill the cap: the known limit
+            assert added >= 1000 and seen <= 500, out

@@ -230,35 +230,3 @@ def test_the_trainers_scoring_hands_the_step_to_score_batch(judge_server, kit):
         parts.score(step)
     assert [t.rewards for t in step] == [[0.0], [1.0], [1.0], [0.0]]
     assert len(judge_server.requests) == 2 and all("2 episodes of the same task" in p for p in judge_server.prompts())
-
-
-def test_agentgym_eval_prints_the_judged_score_beside_success(judge_server, kit, tmp_path):
-    """`agentgym eval --expert reference` on ecommerce with the judge reward: the scripted judge scores every
-    episode 4 of 5; the table is followed by the judged line, and the summary and episodes carry the verdicts."""
-    pytest.importorskip("agentgym_env_ecommerce")
-    judge_server.reply = lambda prompt, body: {"score": 4, "reason": "helpful"}
-    config = tmp_path / "judged.yaml"
-    config.write_text(textwrap.dedent(f"""\
-        env: {{name: ecommerce}}
-        rewards:
-          - {{name: success, weight: 1.0}}
-          - name: judge
-            weight: 0.5
-            rubric: satisfaction
-            judge: {{url: "{judge_server.url}", model: scripted, attempts: 2, backoff: 0.01}}
-        """))
-    out = tmp_path / "eval.json"
-    proc = subprocess.run([sys.executable, "-m", "agentgym_core.cli.main", "eval", "-c", str(config), "--expert",
-                           "reference", "--tasks", "3", "--out", str(out)], capture_output=True, text=True,
-                          cwd=tmp_path, timeout=300)
-    assert proc.returncode == 0, proc.stderr[-3000:]
-    assert ("Judged (judge:satisfaction): mean reward 0.750 (std 0.000) over 3 episodes; 3 verdicts parsed, mean "
-            "score 4.00, 0 parse failures") in proc.stdout, proc.stdout
-    assert "3 judge requests, 0 cache hits" in proc.stdout
-    summary = json.loads(out.read_text())
-    assert summary["overall"]["success_rate"] == 1.0
-    judged = summary["judged"]["judge:satisfaction"]
-    assert (judged["n"], judged["judged"], judged["reward_mean"], judged["cost"]["requests"]) == (3, 3, 0.75, 3)
-    episodes = [json.loads(line) for line in out.with_suffix(".jsonl").read_text().splitlines()]
-    assert [e["turns"][-1]["info"]["judge"]["score"] for e in episodes] == [4, 4, 4]
-    assert len(judge_server.requests) == 3

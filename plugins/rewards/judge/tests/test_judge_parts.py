@@ -115,6 +115,10 @@ def test_normalise_collapses_padding_and_caps():
     assert padded == "The order is cancelled. very good[repeated x400]"
     lines = normalise("\n".join(["same line"] * 50), 1000)
     assert lines == "same line [repeated x50]"
+    filler = "Every change is logged for review by the team, so that customers can trust what they are told. Thanks! "
+    assert normalise("Done. " + filler * 40, 1000) == ("Done. Every change is logged for review by the team, so that "
+                                                        "customers can trust what they are told. Thanks! [repeated x40]")
+    assert normalise("Hi. Hi. Thanks. Bye.", 1000) == "Hi. Hi. Thanks. Bye."  # twice is not padding
     capped = normalise(" ".join(f"w{i}" for i in range(2000)), 300)
     assert len(capped) < 360 and "characters cut" in capped and capped.startswith("w0 ") and capped.endswith("w1999")
 
