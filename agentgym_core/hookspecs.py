@@ -21,7 +21,7 @@ hookimpl = pluggy.HookimplMarker(PROJECT)
 # -- registration: one hook per kind of plugin (agentgym_core.kinds) ------------------------
 @hookspec
 def register_envs(registry: Any) -> None:
-    """Register environments (:class:`~agentgym_core.env.BaseEnv` subclasses).
+    """Register environments (:class:`~agentgym_core.BaseEnv` subclasses).
 
     :param registry: the envs :class:`~agentgym_core.registry.Registry`; call
         ``registry.add("name", "pkg.module:EnvClass")``.
@@ -31,7 +31,7 @@ def register_envs(registry: Any) -> None:
 
 @hookspec
 def register_rewards(registry: Any) -> None:
-    """Register reward functions (:class:`~agentgym_core.components.Reward` subclasses).
+    """Register reward functions (:class:`~agentgym_core.Reward` subclasses).
 
     :param registry: the rewards registry; ``registry.add("name", "pkg.module:RewardClass")``.
     Fires once when the plugin manager is built. Returns nothing.
@@ -43,7 +43,7 @@ def register_schedulers(registry: Any) -> None:
     """Register round schedulers, which give the maximum number of turns at each step.
 
     :param registry: the schedulers registry; ``registry.add("name", "pkg.module:SchedulerClass")``
-        where the class subclasses :class:`~agentgym_core.components.Scheduler`.
+        where the class subclasses :class:`~agentgym_core.Scheduler`.
     Fires once when the plugin manager is built. Returns nothing.
     """
 
@@ -53,7 +53,7 @@ def register_backends(registry: Any) -> None:
     """Register device backends (cpu, cuda, npu, ...).
 
     :param registry: the backends registry; ``registry.add("name", "pkg.module:BackendClass")``
-        where the class subclasses :class:`~agentgym_core.components.Backend`.
+        where the class subclasses :class:`~agentgym_core.Backend`.
     Fires once when the plugin manager is built. Returns nothing.
     """
 
@@ -63,7 +63,7 @@ def register_trainers(registry: Any) -> None:
     """Register trainers: the loop rollout -> rewards -> advantages -> update -> checkpoint.
 
     :param registry: the trainers registry; ``registry.add("name", "pkg.module:TrainerClass")``
-        where the class subclasses :class:`~agentgym_core.components.Trainer`.
+        where the class subclasses :class:`~agentgym_core.Trainer`.
     Fires once when the plugin manager is built. Returns nothing.
     """
 
@@ -73,7 +73,7 @@ def register_engines(registry: Any) -> None:
     """Register rollout engines, which turn token ids into sampled tokens and logprobs.
 
     :param registry: the engines registry; ``registry.add("name", "pkg.module:EngineClass")``
-        where the class subclasses :class:`~agentgym_core.engine.Engine`.
+        where the class subclasses :class:`~agentgym_core.Engine`.
     Fires once when the plugin manager is built. Returns nothing.
     """
 
@@ -84,7 +84,7 @@ def register_strategies(registry: Any) -> None:
     try again, ...).
 
     :param registry: the strategies registry; ``registry.add("name", "pkg.module:StrategyClass")``
-        where the class subclasses :class:`~agentgym_core.rollout.strategy.Strategy`. Core's
+        where the class subclasses :class:`~agentgym_core.Strategy`. Core's
         ``default`` (one episode per task, every reply an action) comes through this hook too.
     Fires once when the plugin manager is built. Returns nothing. Selected by ``agent.strategy``.
     """
@@ -95,7 +95,7 @@ def register_context_policies(registry: Any) -> None:
     """Register context policies: what the model sees of an episode for each reply.
 
     :param registry: the contexts registry; ``registry.add("name", "pkg.module:PolicyClass")`` where
-        the class subclasses :class:`~agentgym_core.rollout.context.ContextPolicy` and returns, from
+        the class subclasses :class:`~agentgym_core.ContextPolicy` and returns, from
         ``spans(view)``, the spans of the episode's tokens the model's prompt is made of. Core's
         ``full`` and ``window`` come through this hook too.
     Fires once when the plugin manager is built. Returns nothing. Selected by ``agent.context``;
@@ -148,7 +148,7 @@ def on_rollout_end(step: int, trajectories: list, run_dir: str) -> None:
     """A rollout for *step* finished; *trajectories* are the episodes it produced.
 
     :param step: the training step (0-based) the rollout belongs to.
-    :param trajectories: list of :class:`~agentgym_core.rollout.Trajectory`, rewards filled in.
+    :param trajectories: list of :class:`~agentgym_core.Trajectory`, rewards filled in.
     :param run_dir: the run directory.
     Fires once per step on each process, before the policy update. Returns nothing.
     """

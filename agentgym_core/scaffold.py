@@ -62,8 +62,7 @@ The whole BaseEnv contract is in docs/plugins.md of the AgentGym repository.
 import random
 from dataclasses import dataclass
 
-from agentgym_core import BaseEnv, ConfigError
-from agentgym_core.options import config_from
+from agentgym_core import BaseEnv, ConfigError, config_from
 
 
 @dataclass
@@ -131,8 +130,7 @@ class $cls(BaseEnv):
 """A small cost for every turn, so that shorter successful episodes score higher."""
 from dataclasses import dataclass
 
-from agentgym_core.components import Reward
-from agentgym_core.options import config_from
+from agentgym_core import Reward, config_from
 
 
 class $cls(Reward):
@@ -152,8 +150,7 @@ class $cls(Reward):
 """Doubles the horizon every `every` steps, from `start` up to `limit` turns."""
 from dataclasses import dataclass
 
-from agentgym_core.components import Scheduler
-from agentgym_core.options import config_from
+from agentgym_core import Scheduler, config_from
 
 
 class $cls(Scheduler):
@@ -174,8 +171,7 @@ class $cls(Scheduler):
 """A CPU backend variant that pins the number of threads."""
 from dataclasses import dataclass
 
-from agentgym_core.components import Backend
-from agentgym_core.options import config_from
+from agentgym_core import Backend, config_from
 
 
 class $cls(Backend):
@@ -208,8 +204,7 @@ TESTS = {
     "env": '''\
 import pytest
 
-from agentgym_core import ConfigError
-from agentgym_core.testing import check_env, play_over_http
+from agentgym_core import ConfigError, check_env, play_over_http
 
 from $package.component import $cls
 
@@ -265,8 +260,7 @@ def test_over_http():
 ''',
 }
 GENERIC_TEST = '''\
-from agentgym_core.plugins import get_plugin_manager
-from agentgym_core.testing import check_component_options
+from agentgym_core import check_component_options, get_plugin_manager
 
 
 def test_registered():

@@ -14,8 +14,7 @@ import math
 import zlib
 from dataclasses import dataclass, field
 
-from agentgym_core.cursor import TaskCursor
-from agentgym_core.trainer import StepResult, Trainer, TrainerConfig
+from agentgym_core import StepResult, TaskCursor, Trainer, TrainerConfig
 
 
 @dataclass
@@ -59,7 +58,7 @@ class $cls(Trainer):
         return self.settings.prompts[max(range(len(means)), key=means.__getitem__)]
 
     def train_step(self, step):
-        from agentgym_core.rollout.runner import rollout
+        from agentgym_core.rollout import rollout  # named like its package, so imported from it
 
         cfg = self.config
         arm = choose(self.counts, self.rewards, self.settings.explore)
@@ -99,8 +98,7 @@ class $cls(Trainer):
 '''
 
 TRAINER_TEST = '''\
-from agentgym_core.plugins import get_plugin_manager
-from agentgym_core.testing import check_component_options
+from agentgym_core import check_component_options, get_plugin_manager
 
 from $package.component import choose
 

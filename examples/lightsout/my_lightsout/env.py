@@ -2,8 +2,7 @@
 import random
 from dataclasses import dataclass
 
-from agentgym_core import BaseEnv, ConfigError
-from agentgym_core.options import config_from
+from agentgym_core import BaseEnv, ConfigError, config_from
 
 
 @dataclass

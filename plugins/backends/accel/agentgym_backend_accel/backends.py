@@ -11,9 +11,7 @@ import re
 from dataclasses import dataclass
 from typing import Any, Optional
 
-from agentgym_core.backend import BackendUnavailableError
-from agentgym_core.components import Backend
-from agentgym_core.options import config_from
+from agentgym_core import Backend, BackendUnavailableError, config_from
 
 _DEVICE_LIST = re.compile(r"^\d+(,\d+)*$")
 

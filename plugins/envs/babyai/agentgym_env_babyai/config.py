@@ -4,7 +4,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from agentgym_core.errors import ConfigError
+from agentgym_core import ConfigError
 
 from .levels import ALL_LEVELS, resolve_levels
 
@@ -33,7 +33,7 @@ class BabyAIConfig:
     compat: str = "none"
 
     def __post_init__(self) -> None:
-        from agentgym_core.config_schema import check_range
+        from agentgym_core import check_range
 
         check_range("env.train_seeds", self.train_seeds, ge=1)
         check_range("env.test_seeds", self.test_seeds, ge=1)

@@ -12,9 +12,7 @@ from typing import Any
 
 import numpy as np
 
-from agentgym_core import BaseEnv
-from agentgym_core.env.text import normalize_action
-from agentgym_core.options import config_from
+from agentgym_core import BaseEnv, config_from, normalize_action
 
 from . import compat as agentgym
 from . import nav

@@ -13,7 +13,7 @@ import logging
 from collections.abc import Iterable
 from typing import Any
 
-from agentgym_core.errors import ConfigError
+from agentgym_core import ConfigError
 
 log = logging.getLogger(__name__)
 

@@ -12,8 +12,7 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from agentgym_core import BaseEnv
-from agentgym_core.options import config_from
+from agentgym_core import BaseEnv, config_from
 
 from .problems import Task, tasks
 from .sandbox import Limits, RunResult, run_tests

@@ -12,9 +12,7 @@ import random
 from dataclasses import dataclass
 from typing import Any, List, Optional
 
-from agentgym_core import BaseEnv
-from agentgym_core.errors import ConfigError
-from agentgym_core.options import config_from
+from agentgym_core import BaseEnv, ConfigError, config_from
 
 from . import jvm as jvms
 from .tasks import AGENTGYM, OURS

@@ -4,7 +4,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
-from agentgym_core.errors import ConfigError
+from agentgym_core import ConfigError
 
 
 def gold(env: Any, observation: str) -> Iterator[str]:

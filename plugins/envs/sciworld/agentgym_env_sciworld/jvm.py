@@ -14,7 +14,7 @@ import shutil
 import subprocess
 import threading
 
-from agentgym_core.errors import AgentGymError
+from agentgym_core import AgentGymError
 
 from .sim import Simulator
 

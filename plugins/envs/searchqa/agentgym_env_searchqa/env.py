@@ -15,9 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, List, Optional
 
-from agentgym_core import BaseEnv
-from agentgym_core.errors import ConfigError
-from agentgym_core.options import config_from
+from agentgym_core import BaseEnv, ConfigError, config_from
 
 from .corpus import (Retriever, cache_root, default_corpus_file, file_digest, format_passages, load_default_corpus,
                      load_jsonl_corpus)

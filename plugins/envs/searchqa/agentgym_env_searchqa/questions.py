@@ -25,7 +25,7 @@ import re
 from pathlib import Path
 from typing import Any
 
-from agentgym_core.errors import AgentGymError
+from agentgym_core import AgentGymError
 
 from .corpus import read_jsonl
 

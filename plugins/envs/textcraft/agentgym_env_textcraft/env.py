@@ -12,10 +12,7 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from agentgym_core import BaseEnv
-from agentgym_core.env.text import agentgym_action, normalize_action
-from agentgym_core.errors import ConfigError
-from agentgym_core.options import config_from
+from agentgym_core import BaseEnv, ConfigError, agentgym_action, config_from, normalize_action
 
 from . import compat as agentgym
 from .catalog import Catalog, Recipe, item_id, item_name, load_catalog

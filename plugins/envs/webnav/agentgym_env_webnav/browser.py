@@ -13,7 +13,7 @@ import time
 import weakref
 from pathlib import Path
 
-from agentgym_core.errors import AgentGymError
+from agentgym_core import AgentGymError
 
 #: Headless, no GPU, no sandbox (containers run as root), and no background traffic: on a
 #: closed network Chromium's update/sync/QUIC probes otherwise stall page loads.

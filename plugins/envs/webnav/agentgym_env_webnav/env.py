@@ -6,9 +6,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, List
 
-from agentgym_core import BaseEnv
-from agentgym_core.errors import ConfigError
-from agentgym_core.options import config_from
+from agentgym_core import BaseEnv, ConfigError, config_from
 
 from . import page
 from .tasks import TASKS, TaskSet, available_tasks, html_dir

@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qs, urljoin, urlparse
 
-from agentgym_core.errors import ConfigError
+from agentgym_core import ConfigError
 
 VERBS = ("stop", "goto", "go_back")
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from agentgym_core.config_schema import check_range
+from agentgym_core import check_range
 
 
 @dataclass

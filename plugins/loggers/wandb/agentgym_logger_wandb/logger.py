@@ -43,7 +43,7 @@ def _plain_config(config: Any) -> dict[str, Any]:
     """The resolved config as plain data, with the env token redacted (as config.yaml has it)."""
     import yaml
 
-    from agentgym_core.config import to_yaml
+    from agentgym_core import to_yaml
 
     try:
         return yaml.safe_load(to_yaml(config, redact=True)) or {}
@@ -105,7 +105,7 @@ def finish(run_dir: str, metrics: dict[str, Any], status: str) -> None:
         return
 
     def go() -> None:
-        from agentgym_core.rundir import RunDir
+        from agentgym_core import RunDir
 
         evals = {f"eval/{tag}": s.get("overall") or {} for tag, s in RunDir(run_dir).eval_results().items()}
         run.summary.update({**_numbers(metrics), **_numbers(evals), "status": status})

@@ -9,8 +9,7 @@ import math
 from dataclasses import dataclass
 from typing import Any
 
-from agentgym_core.components import Reward
-from agentgym_core.options import config_from
+from agentgym_core import Reward, config_from
 
 
 def is_mistake(turn: Any) -> bool:

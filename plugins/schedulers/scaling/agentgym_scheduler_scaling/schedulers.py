@@ -10,9 +10,7 @@ from collections import deque
 from dataclasses import dataclass, field
 from typing import Any
 
-from agentgym_core.components import Scheduler
-from agentgym_core.errors import AgentGymError
-from agentgym_core.options import config_from
+from agentgym_core import AgentGymError, Scheduler, config_from
 
 
 class SchedulerStateError(AgentGymError):

@@ -12,9 +12,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from agentgym_core.rollout.strategy import ACTION, Strategy
-from agentgym_core.rollout.trajectory import Trajectory, Turn
-from agentgym_core.config_schema import check_range
+from agentgym_core import ACTION, Strategy, Trajectory, Turn, check_range
 
 PLAN = "plan"
 

@@ -15,10 +15,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from agentgym_core.rollout.episode import EpisodeBuilder
-from agentgym_core.rollout.strategy import ACTION, EpisodeLoop, Strategy, Task, conversation
-from agentgym_core.rollout.trajectory import Trajectory
-from agentgym_core.config_schema import check_range
+from agentgym_core import ACTION, EpisodeBuilder, EpisodeLoop, Strategy, Task, Trajectory, check_range
+from agentgym_core.rollout.strategy import conversation
 
 #: How the failed attempt ended, said before the reflection prompt.
 OUTCOMES = {

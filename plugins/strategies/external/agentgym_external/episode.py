@@ -17,8 +17,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from agentgym_core.engine import GenerationRequest, GenerationResult, SamplingParams
-from agentgym_core.rollout.trajectory import Trajectory
+from agentgym_core import GenerationRequest, GenerationResult, SamplingParams, Trajectory
 
 from .prompt import Completion, PromptRenderer
 from .trace import TraceBuilder

@@ -16,7 +16,8 @@ import logging
 from dataclasses import dataclass, field
 from typing import Any
 
-from agentgym_core.rollout.chat import ChatFormat, sentinel
+from agentgym_core import ChatFormat
+from agentgym_core.rollout.chat import sentinel
 
 from .tools import RequestError, ToolCall, arguments_key, calls_as_text, choice_text, tools_text
 

@@ -20,7 +20,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from agentgym_core.errors import ConfigError
+from agentgym_core import ConfigError
 
 from .task import RESULT_ENV, AgentTask
 
@@ -46,7 +46,7 @@ def load_agent(target: str) -> Callable[..., Any]:
             path = Path(module_name).expanduser().resolve()
             if not path.is_file():
                 raise ConfigError(f"agent.strategy.agent={target!r}: no file {path}")
-            from agentgym_core.testing import load_script
+            from agentgym_core import load_script
 
             module = load_script(path, f"agentgym_external_agent_{path.stem}")
         else:

@@ -22,15 +22,13 @@ from typing import Any
 
 import click
 
-from agentgym_core.errors import AgentGymError
+from agentgym_core import AgentGymError
 
 
 def standalone_server(engine: Any, chat_template: str | None, *, secret: str, traces: str | None,
                       max_new_tokens: int, max_context: int | None, model_name: str, host: str, port: int) -> Any:
     """A :class:`~agentgym_external.server.PolicyServer` opening an episode per name under *secret*."""
-    from agentgym_core.rollout.batcher import GenerationBatcher
-    from agentgym_core.rollout.chat import ChatFormat
-    from agentgym_core.rollout.trajectory import Trajectory
+    from agentgym_core import ChatFormat, GenerationBatcher, Trajectory
 
     from .episode import Limits, PolicyEpisode, Sampling
     from .prompt import PromptRenderer
@@ -76,7 +74,7 @@ def standalone_server(engine: Any, chat_template: str | None, *, secret: str, tr
                 with self.write_lock, open(traces, "a", encoding="utf-8") as f:
                     f.write(json.dumps(traj.to_dict(), ensure_ascii=False) + "\n")
                     self.written += 1
-            from agentgym_core.rollout.segments import training_segments
+            from agentgym_core import training_segments
 
             return {"episode": episode.name, "calls": len(traj.turns), "segments": len(training_segments(traj)),
                     "prefix_breaks": episode.trace.prefix_breaks, "tokens": len(traj.token_ids),
@@ -107,8 +105,7 @@ def serve_policy(model: str | None, files: tuple[str, ...], host: str, port: int
                  traces: str | None, max_new_tokens: int, model_name: str, overrides: tuple[str, ...]) -> None:
     """Serve a model behind an OpenAI-compatible endpoint (/v1/chat/completions, /v1/models) that records
     every prompt and sampled token per episode. OVERRIDES are config overrides (engine.decode=static)."""
-    from agentgym_core.config import build_component, load_config
-    from agentgym_core.plugins import get_plugin_manager
+    from agentgym_core import build_component, get_plugin_manager, load_config
 
     if max_new_tokens < 1:
         raise AgentGymError("--max-tokens must be >= 1")

@@ -188,7 +188,7 @@ class PolicyServer:
     # -- serving in a thread -----------------------------------------------------------------
     def start(self) -> str:
         """Serve in a background thread; returns the base URL (``http://host:port``)."""
-        from agentgym_core.env.host import ServerThread
+        from agentgym_core import ServerThread
 
         self._thread = ServerThread(self, self.host, self.port)  # it serves any object with an ``app``
         self._thread.__enter__()

@@ -26,10 +26,7 @@ import threading
 from dataclasses import dataclass
 from typing import Any, Optional
 
-from agentgym_core.config_schema import check_range
-from agentgym_core.rollout.loop import EpisodeLoop, Task
-from agentgym_core.rollout.strategy import Strategy
-from agentgym_core.rollout.trajectory import Trajectory
+from agentgym_core import EpisodeLoop, Strategy, Task, Trajectory, check_range
 
 from .episode import Limits, PolicyEpisode, Sampling
 from .prompt import PromptRenderer

@@ -18,9 +18,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from agentgym_core.engine import GenerationResult
-from agentgym_core.rollout.context import Span, merge_spans
-from agentgym_core.rollout.trajectory import Trajectory, Turn
+from agentgym_core import GenerationResult, Span, Trajectory, Turn, merge_spans
 
 
 @dataclass(frozen=True)

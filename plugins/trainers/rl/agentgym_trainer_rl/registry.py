@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from importlib import import_module
 from typing import Any, Callable, Generic, Iterator, Optional, TypeVar
 
-from agentgym_core.errors import did_you_mean
+from agentgym_core import did_you_mean
 
 
 def _load(function: str) -> Callable[..., Any]:

@@ -4,8 +4,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import ClassVar
 
-from agentgym_core.config_schema import check_range
-from agentgym_core.trainer import TrainerConfig
+from agentgym_core import TrainerConfig, check_range
 from agentgym_hf.options import FinetuneConfig
 
 

@@ -48,7 +48,7 @@ class Encoded:
 
 def encode_all(conversations: Sequence[dict[str, Any]], chat: Any, *, max_length: int, packing: bool) -> Encoded:
     """Tokenise every conversation (``{"messages": ...}``) with *chat*, cut to *max_length*, pack if asked."""
-    from agentgym_core.conversation import ConversationError, encode_conversation
+    from agentgym_core import ConversationError, encode_conversation
 
     examples, truncated, dropped, skipped = [], 0, 0, 0
     digest = hashlib.sha256()

@@ -17,10 +17,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Optional
 
-from agentgym_core.assembly import AgentSettings, local_parts
+from agentgym_core import AgentGymError, AgentSettings, BaseEnv, local_parts
 from agentgym_core.config_schema import schema_default
-from agentgym_core.env.base import BaseEnv
-from agentgym_core.errors import AgentGymError
 
 from .training import build, final_turns, holds_results, registered_env, remember_given, train_config
 
@@ -94,7 +92,7 @@ class LLMAgent:
     @property
     def engine(self) -> Any:
         if self._engine is None:
-            from agentgym_core.plugins import get_plugin_manager
+            from agentgym_core import get_plugin_manager
 
             cls = get_plugin_manager().registry("engines").load(self.engine_name)
             self._engine = cls(self.base_model, dtype=self.dtype, chat_template=self.chat_template, **self.engine_options)
@@ -145,8 +143,7 @@ class LLMAgent:
         ``config`` and dotted config keys), which also says what wins over what. Afterwards the
         agent acts with the trained weights, and ``infer(env)`` plays in the run's setup.
         """
-        from agentgym_core.config import build_component
-        from agentgym_core.plugins import get_plugin_manager
+        from agentgym_core import build_component, get_plugin_manager
 
         manager = get_plugin_manager()
         cfg = self.train_config(env, method, manager=manager, **options)
@@ -161,7 +158,7 @@ class LLMAgent:
                       file=sys.stderr, flush=True)
                 cfg = self.train_config(env, method, manager=manager, **{**options, "run_name": name})
         if "stages" in cfg:
-            from agentgym_core.errors import ConfigError
+            from agentgym_core import ConfigError
 
             raise ConfigError("the config holds stages: (a pipeline); LLMAgent.train trains one trainer. Run the "
                               "pipeline with `agentgym train -c FILE`, then LLMAgent(base_model=<its last checkpoint>)")
@@ -211,9 +208,8 @@ class LLMAgent:
 
     # -- internals --------------------------------------------------------------------------
     def _reply(self, observation: str, instruction: str, fmt: str) -> Reply:
-        from agentgym_core.engine import GenerationRequest, SamplingParams
+        from agentgym_core import ChatFormat, GenerationRequest, SamplingParams
         from agentgym_core.rollout.actions import STOP_STRINGS, parse_action
-        from agentgym_core.rollout.chat import ChatFormat
 
         chat = ChatFormat(self.engine.tokenizer, self.chat_template)
         system = "\n\n".join(p for p in (self.system_prompt, instruction) if p) or "You are a helpful agent."
@@ -227,7 +223,7 @@ class LLMAgent:
 
     def _episode(self, env: Any, instruction: Optional[str], fmt: Optional[str], task_id: Optional[int],
                  max_turns: Optional[int]) -> list[Any]:
-        from agentgym_core.rollout.runner import run_rollout
+        from agentgym_core import run_rollout
 
         if self._trained_on(env):  # the setup it was trained in (see infer)
             parts = self._trained_parts(None if isinstance(env, (str, type)) else env)
@@ -271,7 +267,7 @@ class LLMAgent:
                                strategy=build(None, "strategies", cfg.agent.strategy))
         import asyncio
 
-        from agentgym_core.assembly import assemble
+        from agentgym_core import assemble
 
         parts = asyncio.run(assemble(cfg, local=True))  # an in-process pool: usable from any loop
         parts.engine, parts.owns_engine = self.engine, False
@@ -285,7 +281,7 @@ class LLMAgent:
             return env == self.trained_config.env.name
         if not (isinstance(env, BaseEnv) or (isinstance(env, type) and issubclass(env, BaseEnv))):
             return False
-        from agentgym_core.plugins import get_plugin_manager
+        from agentgym_core import get_plugin_manager
 
         try:
             name, _ = registered_env(env if isinstance(env, type) else type(env), get_plugin_manager())
@@ -296,8 +292,7 @@ class LLMAgent:
 
 def _build_strategy(name: str, options: dict[str, Any]) -> Any:
     """The registered strategy *name* built with *options*, checked like ``agent.strategy`` in a config."""
-    from agentgym_core.options import check_options
-    from agentgym_core.plugins import get_plugin_manager
+    from agentgym_core import check_options, get_plugin_manager
 
     entry = get_plugin_manager().registry("strategies").get(name)
     check_options(f"strategy {name!r}", entry.config_class(), options)
@@ -307,7 +302,7 @@ def _build_strategy(name: str, options: dict[str, Any]) -> Any:
 def _is_env_name(text: str) -> bool:
     if not text or any(c.isspace() for c in text):
         return False
-    from agentgym_core.plugins import get_plugin_manager
+    from agentgym_core import get_plugin_manager
 
     try:
         get_plugin_manager().registry("envs").get(text)

@@ -12,7 +12,7 @@ from __future__ import annotations
 from typing import Any
 
 from agentgym_core.catalogue import DISTRIBUTIONS, UMBRELLA, env_class
-from agentgym_core.errors import AgentGymError
+from agentgym_core import AgentGymError
 
 #: The env classes of AgentGym's own env plugins (core's catalogue): only used to say what to
 #: install; the classes themselves come from the registry.
@@ -31,7 +31,7 @@ def class_name(target: str) -> str:
 
 def _registered() -> dict[str, list[Any]]:
     """Class name -> the registry entries (usually one) whose import string ends in it."""
-    from agentgym_core.plugins import get_plugin_manager
+    from agentgym_core import get_plugin_manager
 
     found: dict[str, list[Any]] = {}
     for entry in get_plugin_manager().registry("envs").entries():
@@ -44,7 +44,7 @@ def _missing(name: str, registered: dict[str, list[Any]]) -> EnvNotInstalledErro
     from importlib import metadata
 
     from agentgym_core.catalogue import install_hint
-    from agentgym_core.errors import did_you_mean
+    from agentgym_core import did_you_mean
 
     known = env_class(name)
     if known is None:

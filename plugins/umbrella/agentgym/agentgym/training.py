@@ -11,8 +11,7 @@ import inspect
 from pathlib import Path
 from typing import Any, Callable, Optional
 
-from agentgym_core.env.base import BaseEnv
-from agentgym_core.errors import AgentGymError, did_you_mean
+from agentgym_core import AgentGymError, BaseEnv, did_you_mean
 
 #: LLMAgent constructor arguments -> the run config keys they set in ``train`` (when passed).
 TRAIN_KEYS = {"base_model": "model.path", "dtype": "model.dtype", "max_context": "model.max_context",
@@ -47,7 +46,7 @@ def rl_methods(manager: Any = None) -> dict[str, str]:
     """``method=`` spellings -> the rl trainer's algorithm: every estimator it registers, each by its seed-API
     spellings, then its names (``RLConfig.methods()``, reached through the trainers registry)."""
     if manager is None:
-        from agentgym_core.plugins import get_plugin_manager
+        from agentgym_core import get_plugin_manager
 
         manager = get_plugin_manager()
     return manager.registry("trainers").get("rl").config_class().methods()
@@ -100,8 +99,7 @@ def nested(items: dict[str, Any]) -> dict[str, Any]:
 
 def build(manager: Any, kind: str, section: Any) -> Any:
     """The component a config section names (``scheduler``, ...), from *manager* (None: the process's)."""
-    from agentgym_core.config import build_component
-    from agentgym_core.plugins import get_plugin_manager
+    from agentgym_core import build_component, get_plugin_manager
 
     return build_component(manager or get_plugin_manager(), kind, section)
 
@@ -188,7 +186,7 @@ def train_config(agent: Any, env: Any, method: Optional[str], *, max_steps: Opti
                 f"names cannot spell; pass them as **{{'<section>.{name}': value}}, e.g. **{{'trainer.lr': 1e-5}}"
             )
     if manager is None:
-        from agentgym_core.plugins import get_plugin_manager
+        from agentgym_core import get_plugin_manager
 
         manager = get_plugin_manager()
     key = method_key(method, manager)
