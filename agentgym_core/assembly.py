@@ -17,8 +17,10 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import json
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from .config import build_component
@@ -27,9 +29,9 @@ from .env.base import BaseEnv
 from .env.launcher import open_env_pool
 from .env.pool import LocalEnvPool
 from .env.spec import EnvSpec
-from .errors import ConfigError
+from .errors import AgentGymError, ConfigError
 from .rollout.actions import check_format
-from .rollout.context import window_or_full
+from .rollout.context import ContextPolicy, window_or_full
 from .rollout.strategy import Strategy
 
 
@@ -47,8 +49,6 @@ class AgentSettings:
     system_prompt: str | None = AgentSection.system_prompt
     #: Action format override (None: the env's own).
     action_format: str | None = AgentSection.action_format
-    #: Keep only the last K turns in the model's prompt (0: all).
-    history_window: int = AgentSection.history_window
     #: ``system``, ``before_observation`` or ``after_observation``.
     instruction_position: str = AgentSection.instruction_position
     temperature: float = RolloutSection.temperature
@@ -58,7 +58,7 @@ class AgentSettings:
     max_episode_tokens: int = RolloutSection.max_episode_tokens
     #: Tokens the model may generate over an episode (0: no budget).
     max_generated_tokens: int = RolloutSection.max_generated_tokens
-    #: The model's context: prompt shown (see ``history_window`` / the context policy) plus reply; an
+    #: The model's context: prompt shown (what :attr:`RunParts.context` shows) plus reply; an
     #: episode ends (``context``) when the next one would not fit (None: no cap).
     max_context: int | None = None
     chat_template: str | None = ModelSection.chat_template
@@ -83,7 +83,7 @@ class AgentSettings:
 
 #: Where each :class:`AgentSettings` field comes from in a run config: ``(section, key)``.
 AGENT_SETTING_SOURCES: dict[str, tuple[str, str]] = {
-    **{f: ("agent", f) for f in ("system_prompt", "action_format", "history_window", "instruction_position")},
+    **{f: ("agent", f) for f in ("system_prompt", "action_format", "instruction_position")},
     **{f: ("rollout", f) for f in ("temperature", "top_p", "max_new_tokens", "max_episode_tokens",
                                    "max_generated_tokens", "concurrency", "lockstep")},
     "max_context": ("model", "max_context"),
@@ -102,10 +102,11 @@ class RunParts:
     #: How the episodes of a task are played (:mod:`agentgym_core.rollout.strategy`; default: one
     #: episode per task, every reply an action).
     strategy: Any = field(default_factory=lambda: default_strategy())
-    #: What the model sees of an episode for each reply (:mod:`agentgym_core.rollout.context`; None: the
-    #: whole episode, or the window ``agent.history_window`` asks for).
-    context: Any = None
+    #: What the model sees of an episode for each reply (:mod:`agentgym_core.rollout.context`): resolved
+    #: here once, from ``agent.context`` or the window ``agent.history_window`` stands for (:func:`context_policy`).
+    context: Any = field(default_factory=ContextPolicy)
     engine: Any = None
+    #: The scheduler: ``max_turns(step)`` during training; :attr:`final_max_turns` after it.
     scheduler: Any = None
     #: ``(reward component, weight)`` pairs, summed per turn by :meth:`score`.
     rewards: list[tuple[Any, float]] = field(default_factory=list)
@@ -118,6 +119,14 @@ class RunParts:
     def action_format(self) -> str:
         """The format replies are parsed in: ``agent.action_format`` if set, else the env's own."""
         return check_format(self.agent.action_format or self.env.action_format)
+
+    @property
+    def final_max_turns(self) -> int:
+        """The turns an episode may take once training has ended: what evaluations, demonstrations and
+        ``LLMAgent.infer`` play at (:func:`final_max_turns` of :attr:`scheduler`, in its current state)."""
+        if self.scheduler is None:
+            raise ConfigError("RunParts.final_max_turns needs a scheduler (assemble() builds the config's)")
+        return final_max_turns(self.scheduler)
 
     def load_engine(self, model: Any, tokenizer: Any = None, **options: Any) -> Any:
         """Build the configured engine on *model*: a path or alias (its own copy of the weights), or
@@ -216,11 +225,14 @@ async def assemble(cfg: Any, manager: Any = None, *, local: bool = False, model:
 
 def local_parts(engine: Any, env: Any, *, name: str | None = None, agent: AgentSettings | None = None,
                 instruction: str | None = None, owns_engine: bool = False, strategy: Any = None,
-                context: Any = None, **settings: Any) -> RunParts:
+                context: Any = None, history_window: int = 0, scheduler: Any = None, **settings: Any) -> RunParts:
     """Parts for playing a ``BaseEnv`` subclass, factory or instance in this process with *engine*,
     without a run config (``LLMAgent.infer``, tests, benchmarks). *settings* are
     :class:`AgentSettings` fields; *instruction* replaces the env's; *strategy* is a built
-    strategy (None: the default); *context* a built context policy (None: from ``history_window``)."""
+    strategy (None: the default); *context* a built context policy, or *history_window* the last
+    K turns (neither: the whole episode); *scheduler* a built scheduler (for :attr:`RunParts.final_max_turns`)."""
+    if context is not None and history_window:
+        raise ConfigError("local_parts: give context or history_window, not both")
     if isinstance(env, BaseEnv):
         instance = env
         factory = functools.partial(_Borrowed, instance)
@@ -236,7 +248,8 @@ def local_parts(engine: Any, env: Any, *, name: str | None = None, agent: AgentS
         spec = dataclasses.replace(spec, instruction=instruction)
     settings_obj = (agent or AgentSettings()).replace(**settings) if settings else (agent or AgentSettings())
     return RunParts(pool=pool, env=spec, agent=settings_obj, strategy=strategy or default_strategy(), engine=engine,
-                    owns_engine=owns_engine, context=context)
+                    owns_engine=owns_engine, context=context or window_or_full(int(history_window)),
+                    scheduler=scheduler)
 
 
 def context_policy(cfg: Any, manager: Any) -> Any:
@@ -249,6 +262,44 @@ def context_policy(cfg: Any, manager: Any) -> Any:
                 f"give one (agent.history_window: {window} is agent.context: {{name: window, turns: {window}}})")
         return window_or_full(window)
     return build_component(manager, "contexts", section)
+
+
+#: The step a scheduler is asked about for the turns training ends at (any step past the last stage).
+FINAL_STEP = 10**9
+
+
+def final_max_turns(scheduler: Any) -> int:
+    """The turns *scheduler* gives once training has ended: ``max_turns(FINAL_STEP)``.
+
+    For step-based schedulers (``scaling_inter``, ``linear``, ``fixed``) that is their last stage; a
+    stateful one (``adaptive``) answers from the state it is in (:func:`checkpoint_scheduler`).
+    """
+    try:
+        return int(scheduler.max_turns(FINAL_STEP))
+    except AgentGymError:
+        raise
+    except Exception as exc:
+        raise AgentGymError(
+            f"cannot get the final max_turns from scheduler {type(scheduler).__name__} ({exc}); pass --max-turns"
+        ) from exc
+
+
+def checkpoint_scheduler(cfg: Any, manager: Any, checkpoint: Any = None) -> Any:
+    """The config's scheduler, in the state saved with *checkpoint* (a model folder) when it holds one.
+
+    A stateful scheduler (``adaptive``) then gives the max_turns the run had reached, the one the
+    trainer's ``eval/after.json`` used; a scheduler the config has changed since keeps its fresh state.
+    """
+    scheduler = build_component(manager, "schedulers", cfg.scheduler)
+    state_file = Path(checkpoint) / "trainer_state.json" if checkpoint is not None else None
+    if state_file is not None and state_file.is_file():
+        try:
+            state = json.loads(state_file.read_text(encoding="utf-8")).get("scheduler")
+            if state:
+                scheduler.load_state_dict(state)
+        except Exception:  # noqa: BLE001 - another scheduler than the checkpoint's: its own state
+            pass
+    return scheduler
 
 
 def default_strategy() -> Any:

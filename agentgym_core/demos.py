@@ -79,7 +79,7 @@ def record_demos(cfg: Any, manager: Any, out: Path, *, expert: str | None = None
     are recorded, write them to *out* (:func:`write_demos`) and return the meta record.
 
     The conversations are written for the config's agent settings (instruction position, action
-    format, system prompt) and horizon (the scheduler's final one unless *max_turns*). *say* gets
+    format, system prompt) and max_turns (the scheduler's final one unless *max_turns*). *say* gets
     lines of progress (default: stderr).
     """
     import sys
@@ -87,9 +87,8 @@ def record_demos(cfg: Any, manager: Any, out: Path, *, expert: str | None = None
 
     from omegaconf import OmegaConf
 
-    from .assembly import AgentSettings
-    from .config import build_component
-    from .evaluation import ProgressLine, final_horizon
+    from .assembly import AgentSettings, checkpoint_scheduler, final_max_turns
+    from .evaluation import ProgressLine
     from .experts import build_env, load_expert, play_tasks
     from .rollout.actions import check_format
 
@@ -103,18 +102,18 @@ def record_demos(cfg: Any, manager: Any, out: Path, *, expert: str | None = None
     instance, spec = build_env(cfg, manager)
     try:
         ids = task_order(check_split(spec, split, cfg.eval.split), int(cfg.run.seed))
-        horizon = max_turns or final_horizon(build_component(manager, "schedulers", cfg.scheduler))
+        turns = max_turns or final_max_turns(checkpoint_scheduler(cfg, manager))
         agent = AgentSettings.from_config(cfg)
         fmt = check_format(agent.action_format or spec.action_format)
         tell(f"Recording {episodes} {'' if keep_all else 'successful '}episodes of expert {name} on "
-             f"{cfg.env.name}/{split} ({len(ids)} tasks), horizon {horizon} turns, {fmt} replies")
+             f"{cfg.env.name}/{split} ({len(ids)} tasks), max_turns {turns}, {fmt} replies")
         line = ProgressLine("demos")
         started = time.perf_counter()
 
         def kept(e: Any) -> bool:
             return keep_all or e.success
 
-        played = play_tasks(play, instance, ids, max_turns=horizon,
+        played = play_tasks(play, instance, ids, max_turns=turns,
                             enough=lambda done: sum(1 for e in done if kept(e)) >= episodes,
                             progress=lambda done, total, ok: line.update(done, total))
         line.total = len(played)
@@ -124,7 +123,7 @@ def record_demos(cfg: Any, manager: Any, out: Path, *, expert: str | None = None
     chosen = [e for e in played if kept(e)]
     records = [demo_record(e, spec=spec, agent=agent, action_format=fmt, split=split, expert=name) for e in chosen]
     options = {k: v for k, v in OmegaConf.to_container(cfg.env, resolve=True).items() if k != "token"}
-    meta = {"env": cfg.env.name, "env_options": options, "expert": name, "split": split, "max_turns": horizon,
+    meta = {"env": cfg.env.name, "env_options": options, "expert": name, "split": split, "max_turns": turns,
             "action_format": fmt,
             "agent": {"instruction_position": agent.instruction_position, "system_prompt": agent.system_prompt},
             "played": len(played), "succeeded": sum(e.success for e in played), "successful_only": not keep_all,
@@ -136,7 +135,7 @@ def record_demos(cfg: Any, manager: Any, out: Path, *, expert: str | None = None
          f"{sum(r['turns'] for r in records) / max(1, n):.1f} turns each; details in {meta_path(Path(out))})")
     if n < episodes:
         tell(f"warning: only {n} of the {episodes} episodes asked for: the {split} split has {len(ids)} tasks and the "
-             f"expert solved {meta['succeeded']} within {horizon} turns (raise --max-turns, or pass --all)")
+             f"expert solved {meta['succeeded']} within {turns} turns (raise --max-turns, or pass --all)")
     return {**meta, "episodes": n}
 
 

@@ -22,7 +22,6 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Union
 
-from .errors import AgentGymError
 # The summary's tables live in .eval_tables; re-exported here, where callers have always found them.
 from .eval_tables import METRIC_LABELS, compare, compare_rows, markdown_table, table_rows, to_markdown  # noqa: F401
 
@@ -214,10 +213,6 @@ def judged_scores(rewards: Sequence[tuple[Any, float]], trajectories: Sequence[A
 
 
 # -- settings shared by ``agentgym eval`` and the trainer's before/after evaluation -----------
-#: Step used to ask a scheduler for its final horizon (evaluation runs at the full horizon).
-FINAL_STEP = 10**9
-
-
 @dataclass
 class EvalPlan:
     """What one evaluation runs: the same rules for ``agentgym eval`` and ``eval/before|after.json``."""
@@ -243,23 +238,6 @@ class EvalPlan:
         return out
 
 
-def final_horizon(scheduler: Any) -> int:
-    """The scheduler's horizon at the end of training: ``max_turns(FINAL_STEP)``.
-
-    For step-based schedulers (``scaling_inter``, ``linear``, ``fixed``) that is their last
-    stage; a stateful one (``adaptive``) answers from the state it is in, so pass it the
-    state of the checkpoint being evaluated.
-    """
-    try:
-        return int(scheduler.max_turns(FINAL_STEP))
-    except AgentGymError:
-        raise
-    except Exception as exc:
-        raise AgentGymError(
-            f"cannot get the final horizon from scheduler {type(scheduler).__name__} ({exc}); pass --max-turns"
-        ) from exc
-
-
 def horizon_note(summary: Mapping[str, Any], *, expert: bool = False, share: float = 0.25) -> str | None:
     """A warning when at least *share* of an evaluation's episodes ran out of turns (``end_reason``
     ``max_turns``) without succeeding, or None. A horizon shorter than the env's tasks caps every
@@ -277,15 +255,15 @@ def horizon_note(summary: Mapping[str, Any], *, expert: bool = False, share: flo
             f"need more actions, raise it: --max-turns N, or the scheduler's turns in the config.")
 
 
-def plan_evaluation(eval_cfg: Any, rollout_cfg: Any, scheduler: Any, *, split: str | None = None,
-                    k: int | None = None, tasks: int | None = None, temperature: float | None = None,
-                    max_turns: int | None = None) -> EvalPlan:
-    """Fill what the caller left ``None`` from the run config's ``eval`` section.
+def plan_evaluation(eval_cfg: Any, rollout_cfg: Any, max_turns: int, *, split: str | None = None,
+                    k: int | None = None, tasks: int | None = None, temperature: float | None = None) -> EvalPlan:
+    """Fill what the caller left ``None`` from the run config's ``eval`` section; play *max_turns*
+    (:attr:`RunParts.final_max_turns <agentgym_core.assembly.RunParts.final_max_turns>` unless the
+    caller asked for others).
 
     With ``k > 1`` and the config's temperature 0, the *k* episodes of a task would be one
     greedy episode repeated, so they are sampled at ``rollout.temperature`` instead and
-    :attr:`EvalPlan.notice` says so (an explicit *temperature* is kept as given). The horizon
-    is :func:`final_horizon` unless *max_turns* is given.
+    :attr:`EvalPlan.notice` says so (an explicit *temperature* is kept as given).
     """
     split = split or eval_cfg["split"]
     k = int(k if k is not None else eval_cfg["k"])
@@ -297,8 +275,8 @@ def plan_evaluation(eval_cfg: Any, rollout_cfg: Any, scheduler: Any, *, split: s
             temperature = float(rollout_cfg["temperature"])
             notice = (f"k={k} samples per task: sampling at the rollout temperature {temperature} "
                       "(greedy would repeat one episode)")
-    horizon = int(max_turns) if max_turns else final_horizon(scheduler)
-    return EvalPlan(split=split, k=k, tasks=tasks, temperature=float(temperature), max_turns=horizon, notice=notice)
+    return EvalPlan(split=split, k=k, tasks=tasks, temperature=float(temperature), max_turns=int(max_turns),
+                    notice=notice)
 
 
 # -- the runner -------------------------------------------------------------------------------

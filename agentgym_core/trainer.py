@@ -230,8 +230,8 @@ class Trainer:
     def evaluate(self, tag: str) -> dict | None:
         """Held-out episodes (main process) with the same plan as ``agentgym eval``; writes ``eval/<tag>.json``.
 
-        Same rules as ``agentgym eval --model RUN`` on the same checkpoint: the scheduler's
-        final horizon, and with ``eval.k > 1`` at temperature 0 sampling at
+        Same rules as ``agentgym eval --model RUN`` on the same checkpoint: the parts'
+        ``final_max_turns``, and with ``eval.k > 1`` at temperature 0 sampling at
         ``rollout.temperature`` (said on stderr). Plays with :attr:`parts` (its engine on the
         current weights).
         """
@@ -242,7 +242,7 @@ class Trainer:
         if self.main:
             if self.parts is None or self.parts.engine is None:
                 raise AgentGymError(f"{type(self).__name__}: evaluation needs self.parts with an engine (build())")
-            plan = plan_evaluation(cfg.eval, cfg.rollout, self.parts.scheduler)
+            plan = plan_evaluation(cfg.eval, cfg.rollout, self.parts.final_max_turns)
             if plan.split not in self.parts.env.splits:
                 raise ConfigError(f"eval.split {plan.split!r} is not a split of env {cfg.env.name!r} "
                                   f"(it has {', '.join(self.parts.env.splits)})")

@@ -115,27 +115,6 @@ async def _evaluate(cfg: Any, model_path: str, plan: Any, *, local: bool, manage
         await parts.aclose()  # the rewards too (a judge's connections and loop thread)
 
 
-def checkpoint_scheduler(cfg: Any, manager: Any, model_path: str) -> Any:
-    """The config's scheduler, in the state saved with the checkpoint *model_path* when it is one.
-
-    A stateful scheduler (``adaptive``) then gives the horizon the run had reached, the one
-    the trainer's ``eval/after.json`` used; a scheduler the config has changed since keeps
-    its fresh state.
-    """
-    from agentgym_core.config import build_component
-
-    scheduler = build_component(manager, "schedulers", cfg.scheduler)
-    state_file = Path(model_path) / "trainer_state.json"
-    if state_file.is_file():
-        try:
-            state = json.loads(state_file.read_text(encoding="utf-8")).get("scheduler")
-            if state:
-                scheduler.load_state_dict(state)
-        except Exception:  # noqa: BLE001 - another scheduler than the checkpoint's: its own state
-            pass
-    return scheduler
-
-
 def default_out(model: str, run_dir: Path | None, split: str, k: int, strategy: str = "default") -> Path:
     """``runs/<name>/eval/test-k1.json`` or ``eval-<model>-test-k1.json`` (``-<strategy>`` unless the default)."""
     tail = f"{split}-k{k}" + (f"-{strategy}" if strategy != "default" else "")
@@ -206,18 +185,11 @@ def eval_(files: tuple[str, ...], model: str | None, split: str | None, k: int |
         raise AgentGymError(f"config {', '.join(files)} has no env section; add env: {{name: ...}} to say what to evaluate on")
     if (k is not None and k < 1) or (tasks is not None and tasks < 0):
         raise click.UsageError("--k must be >= 1 and --tasks >= 0")
+    from agentgym_core.assembly import checkpoint_scheduler, final_max_turns
     from agentgym_core.evaluation import plan_evaluation
 
-    if max_turns:
-        scheduler = None
-    elif model:
-        scheduler = checkpoint_scheduler(cfg, manager, model_path)
-    else:
-        from agentgym_core.config import build_component
-
-        scheduler = build_component(manager, "schedulers", cfg.scheduler)
-    plan = plan_evaluation(cfg.eval, cfg.rollout, scheduler, split=split, k=k, tasks=tasks,
-                           temperature=temperature, max_turns=max_turns)
+    turns = max_turns or final_max_turns(checkpoint_scheduler(cfg, manager, model_path if model else None))
+    plan = plan_evaluation(cfg.eval, cfg.rollout, turns, split=split, k=k, tasks=tasks, temperature=temperature)
     if plan.notice:
         click.echo(plan.notice, err=True)
     if expert:

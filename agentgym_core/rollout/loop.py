@@ -20,7 +20,6 @@ from ..engine import GenerationRequest, GenerationResult, SamplingParams
 from .actions import STOP_STRINGS, parse_action, parse_error_observation
 from ..errors import AgentGymError
 from .chat import ChatFormat
-from .context import window_or_full
 from .episode import EpisodeBuilder
 from .trajectory import Trajectory
 
@@ -74,7 +73,7 @@ class EpisodeLoop:
         self.reserve = len(self.chat.encode(self.chat.eot_text)) if self.chat.eot_text else 0
         #: The model's bound: the prompt it attends to (what the context policy shows) plus its reply.
         self.context = int(agent.max_context) if agent.max_context else None
-        self.context_policy = parts.context if parts.context is not None else window_or_full(int(agent.history_window))
+        self.context_policy = parts.context
         self._check_bounds()
 
     def _check_bounds(self) -> None:

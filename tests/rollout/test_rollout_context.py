@@ -164,3 +164,37 @@ def test_hook_register_context_policies(tmp_path, plugin_manager, register_plugi
     seen = smol_tokenizer.decode(engine.prompts[-1])
     assert "Observation number 1:" in seen and "Observation number 2:" not in seen and "number 4:" in seen
     assert [s.turns for s in training_segments(traj)] == [(0, 1, 2), (3,), (4,)]
+
+
+def test_the_context_policy_is_resolved_once_in_the_parts(smol_tokenizer, plugin_manager, register_plugin):
+    """``agent.history_window`` / ``agent.context`` become ``RunParts.context`` when the parts are made; the
+    episode loop plays exactly that policy and the agent settings hold no second copy of the window."""
+    import asyncio
+
+    from agentgym_core.assembly import AgentSettings, RunParts, assemble
+    from agentgym_core.config import load_config
+    from agentgym_core.rollout.batcher import GenerationBatcher
+    from agentgym_core.rollout.loop import EpisodeLoop
+
+    assert "history_window" not in {f.name for f in dataclasses.fields(AgentSettings)}
+    assert type(RunParts(pool=None, env=None).context) is ContextPolicy  # nothing said: the whole episode
+    windowed = local_parts(None, CountEnv, history_window=2)
+    assert isinstance(windowed.context, WindowContext) and windowed.context.config.turns == 2
+    with pytest.raises(ConfigError, match="not both"):
+        local_parts(None, CountEnv, history_window=2, context=FirstAndLast())
+
+    class Plugin:
+        @staticmethod
+        @hookimpl
+        def register_envs(registry):
+            registry.add("count", f"{__name__}:CountEnv")
+
+    register_plugin(Plugin, "count-env")
+    cfg = load_config(None, ["env.name=count", "agent.history_window=3"], plugin_manager)
+    parts = asyncio.run(assemble(cfg, plugin_manager, local=True))
+    try:
+        parts.engine = ScriptedEngine(smol_tokenizer)
+        loop = EpisodeLoop(parts, GenerationBatcher(parts.engine), max_turns=2, step=0, temperature=0.0, seed=0)
+        assert loop.context_policy is parts.context and parts.context.config.turns == 3
+    finally:
+        asyncio.run(parts.aclose())

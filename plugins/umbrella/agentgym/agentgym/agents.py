@@ -20,7 +20,7 @@ from typing import Any, Optional
 from agentgym_core import AgentGymError, AgentSettings, BaseEnv, local_parts
 from agentgym_core.config_schema import schema_default
 
-from .training import build, final_turns, holds_results, registered_env, remember_given, train_config
+from .training import build, holds_results, registered_env, remember_given, train_config
 
 
 #: The defaults ``LLMAgent`` chooses for playing, unlike a training run's (config_schema): greedy,
@@ -227,7 +227,7 @@ class LLMAgent:
 
         if self._trained_on(env):  # the setup it was trained in (see infer)
             parts = self._trained_parts(None if isinstance(env, (str, type)) else env)
-            max_turns = max_turns or final_turns(None, self.trained_config.scheduler)
+            max_turns = max_turns or parts.final_max_turns
         else:
             if isinstance(env, str):
                 from agentgym_core.env.host import resolve_env
@@ -263,8 +263,12 @@ class LLMAgent:
         the run's env options, or *instance* itself with the run's agent settings and strategy."""
         cfg = self.trained_config
         if instance is not None:
+            from agentgym_core import context_policy, get_plugin_manager
+
             return local_parts(self.engine, instance, name=cfg.env.name, agent=AgentSettings.from_config(cfg),
-                               strategy=build(None, "strategies", cfg.agent.strategy))
+                               strategy=build(None, "strategies", cfg.agent.strategy),
+                               context=context_policy(cfg, get_plugin_manager()),
+                               scheduler=build(None, "schedulers", cfg.scheduler))
         import asyncio
 
         from agentgym_core import assemble

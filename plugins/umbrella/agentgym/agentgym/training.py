@@ -11,7 +11,7 @@ import inspect
 from pathlib import Path
 from typing import Any, Callable, Optional
 
-from agentgym_core import AgentGymError, BaseEnv, did_you_mean
+from agentgym_core import AgentGymError, BaseEnv, did_you_mean, final_max_turns
 
 #: LLMAgent constructor arguments -> the run config keys they set in ``train`` (when passed).
 TRAIN_KEYS = {"base_model": "model.path", "dtype": "model.dtype", "max_context": "model.max_context",
@@ -102,13 +102,6 @@ def build(manager: Any, kind: str, section: Any) -> Any:
     from agentgym_core import build_component, get_plugin_manager
 
     return build_component(manager or get_plugin_manager(), kind, section)
-
-
-def final_turns(manager: Any, scheduler_section: Any) -> int:
-    """The horizon a scheduler section ends training at."""
-    from agentgym_core.evaluation import final_horizon
-
-    return final_horizon(build(manager, "schedulers", scheduler_section))
 
 
 def registered_env(env: Any, manager: Any) -> tuple[str, Optional[dict[str, Any]]]:
@@ -202,7 +195,8 @@ def train_config(agent: Any, env: Any, method: Optional[str], *, max_steps: Opti
     elif key is not None:
         turns = agent.max_turns
         if "max_turns" not in agent.given and data.get("scheduler"):
-            turns = final_turns(manager, validate(OmegaConf.create({"scheduler": data["scheduler"]}), manager).scheduler)
+            section = validate(OmegaConf.create({"scheduler": data["scheduler"]}), manager).scheduler
+            turns = final_max_turns(build(manager, "schedulers", section))
         elif "max_turns" not in agent.given and config is None:
             turns = NO_CONFIG_ROUNDS[-1]
         data["scheduler"] = {"name": "fixed", "turns": turns}
