@@ -33,7 +33,7 @@ _PUBLIC = {
     "Reward": "components", "Scheduler": "components", "Backend": "components",
     "BackendUnavailableError": "backend",
     "Engine": "engine", "GenerationRequest": "engine", "GenerationResult": "engine", "SamplingParams": "engine",
-    "engine_settings": "engine",
+    "engine_settings": "engine", "check_engine": "rollout.engine_checks",
     "Strategy": "rollout.strategy", "ACTION": "rollout.strategy", "EpisodeLoop": "rollout.loop", "Task": "rollout.loop",
     "EpisodeBuilder": "rollout.episode",
     "ContextPolicy": "rollout.context", "EpisodeView": "rollout.context", "Span": "rollout.context",

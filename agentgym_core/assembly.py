@@ -128,13 +128,18 @@ class RunParts:
             raise ConfigError("RunParts.final_max_turns needs a scheduler (assemble() builds the config's)")
         return final_max_turns(self.scheduler)
 
-    def load_engine(self, model: Any, tokenizer: Any = None, **options: Any) -> Any:
+    def load_engine(self, model: Any, tokenizer: Any = None, *, device: str | None = None, **options: Any) -> Any:
         """Build the configured engine on *model*: a path or alias (its own copy of the weights), or
         a live ``nn.Module`` with its *tokenizer* (the trainer's policy). Every engine gets the
         ``model`` section's ``dtype``, ``chat_template`` and ``max_context``; *options* override the
-        ``engine`` section's (e.g. ``device``)."""
+        ``engine`` section's. *device* is where the trainer wants the engine's copy: passed as the
+        ``device`` option to an engine whose :attr:`~agentgym_core.Engine.placement` is ``"option"``,
+        not to one that places itself."""
         if self.config is None or self.manager is None:
             raise ConfigError("RunParts.load_engine needs parts made by assemble() (a config and a plugin manager)")
+        engine_cls = self.manager.registry("engines").load(self.config.engine.name) if device is not None else None
+        if engine_cls is not None and getattr(engine_cls, "placement", "option") == "option":
+            options["device"] = device
         section = self.config.model
         runtime = dict(dtype=section.dtype, chat_template=section.chat_template, max_context=int(section.max_context))
         if isinstance(model, str) or hasattr(model, "__fspath__"):

@@ -1,13 +1,15 @@
 """The engine interface: token ids in, sampled token ids + logprobs out.
 
-Engines are plugins (``hf``, ``vllm``) registered with ``register_engines``. Core deals
-only in plain Python types here, so the agent and rollout logic never import torch.
+Engines are plugins (``hf``, ``vllm``) registered with ``register_engines``; :class:`Engine` says
+what one implements (docs/engines.md: "Writing an engine"). Core deals only in plain Python types
+here, so the agent and rollout logic never import torch.
 """
 from __future__ import annotations
 
+import abc
 from concurrent.futures import Future
 from dataclasses import dataclass, field
-from typing import Any, Optional
+from typing import Any, ClassVar, Optional
 
 from .options import check_options
 
@@ -61,15 +63,30 @@ def engine_settings(config_cls: type, options: dict[str, Any], name: str) -> Any
     return config_cls(**options)
 
 
-class Engine:
-    """Generates tokens for batches of requests.
+class Engine(abc.ABC):
+    """Generates tokens for batches of requests: what rollout asks of a model (docs/engines.md).
 
-    ``generate`` is synchronous and may be called from a worker thread; rollout batches
-    the requests of many concurrent episodes into one call.
+    An engine implements :meth:`generate`, :attr:`tokenizer` and :meth:`update_weights`; two class
+    attributes tell a trainer how to work with it, so none has to probe: :attr:`shares_weights` (what
+    :meth:`update_weights` receives) and :attr:`placement` (who puts it on a device). Its constructor
+    is ``Engine(model, tokenizer=None, *, dtype, chat_template, max_context, **options)``: the first
+    keywords come from the ``model`` section, *options* are its ``Config``'s fields
+    (:func:`engine_settings`). ``generate`` is synchronous and may be called from a worker thread;
+    rollout batches the requests of many concurrent episodes into one call.
     """
 
-    def generate(self, requests: list[GenerationRequest]) -> list[GenerationResult]:
-        raise NotImplementedError
+    #: What :meth:`update_weights` receives after each training update. True: the engine runs the
+    #: trainer's live model object, which is passed itself (the update is already there: drop what was
+    #: cached under the old weights). False: the engine has its own copy and gets a state dict under
+    #: the base model's names (LoRA merged in, or only the adapted layers when the copy was made from
+    #: the trainer's model), to load before the next ``generate``. An engine may set it per instance.
+    shares_weights: bool = False
+
+    #: Who puts the engine on a device. ``"option"``: its ``Config`` has a ``device`` field, which a
+    #: trainer that keeps the engine apart from its own model (FSDP) sets to its own device
+    #: (:meth:`RunParts.load_engine <agentgym_core.assembly.RunParts.load_engine>` ``device=``).
+    #: ``"self"``: the engine places itself (vLLM takes its share of GPU memory); ``device=`` is not passed.
+    placement: ClassVar[str] = "option"
 
     #: True when :meth:`submit` works: the engine takes requests one at a time while it runs
     #: and starts each as soon as it has room (continuous batching), so rollout hands them over
@@ -77,28 +94,32 @@ class Engine:
     #: repeatable).
     supports_submit: bool = False
 
+    @abc.abstractmethod
+    def generate(self, requests: list[GenerationRequest]) -> list[GenerationResult]:
+        """One result per request, in order: the sampled token ids (ending with a stop token or string
+        when one came), one log-probability per token, the finish reason and the prefill count."""
+
+    @property
+    @abc.abstractmethod
+    def tokenizer(self) -> Any:
+        """The tokenizer the engine's token ids belong to (a transformers tokenizer for rollout's chat
+        format; the engine checks call it as ``tokenizer(text, add_special_tokens=False)``)."""
+
+    @abc.abstractmethod
+    def update_weights(self, source: Any) -> None:
+        """Make the next ``generate`` use the policy's new weights: *source* is the trainer's model when
+        :attr:`shares_weights`, else a state dict (see :attr:`shares_weights`)."""
+
     def submit(self, request: GenerationRequest) -> Future:
         """Start generating *request* when there is room; the future resolves to its result.
         Thread-safe and non-blocking. Only when :attr:`supports_submit` is true."""
-        raise NotImplementedError
+        raise NotImplementedError(f"{type(self).__name__} does not take requests one at a time "
+                                  "(supports_submit is False): call generate")
 
-    #: True when ``generate`` runs the trainer's live model object, so updates are seen as
-    #: they happen; the trainer then passes that model to :meth:`update_weights` (to drop
-    #: cached keys/values). False (an engine with its own copy, such as vLLM): after every
-    #: update the trainer passes a state dict under the base model's names, LoRA merged in.
-    shares_weights: bool = False
-
-    def update_weights(self, source: Any) -> None:
-        """Make the next ``generate`` use new policy weights (a model or a state dict)."""
-        raise NotImplementedError
-
-    def release(self, cache_key: str) -> None:
+    def release(self, cache_key: str) -> None:  # optional: an engine that caches nothing keeps this
         """Forget the cached prefix of an episode. Default: nothing cached."""
+        return None
 
-    def close(self) -> None:
-        """Free resources."""
-
-    @property
-    def tokenizer(self) -> Any:
-        """The tokenizer the engine's token ids belong to."""
-        raise NotImplementedError
+    def close(self) -> None:  # optional
+        """Free resources. Default: none held."""
+        return None

@@ -29,7 +29,7 @@ PLUGIN_KINDS = (
     PluginKind("schedulers", "scheduler", "register_schedulers", scaffold=True),
     PluginKind("backends", "backend", "register_backends", scaffold=True),
     PluginKind("trainers", "trainer", "register_trainers", scaffold=True),
-    PluginKind("engines", "engine", "register_engines"),
+    PluginKind("engines", "engine", "register_engines", scaffold=True),
     PluginKind("strategies", "strategy", "register_strategies"),
     PluginKind("contexts", "context policy", "register_context_policies"),
     PluginKind("commands", "command", "register_commands"),

@@ -13,11 +13,13 @@ from string import Template
 
 from .errors import AgentGymError
 from .kinds import SCAFFOLD_KINDS
+from .scaffold_engine import ENGINE_COMPONENT, ENGINE_TEST
 from .scaffold_trainer import TRAINER_COMPONENT, TRAINER_TEST
 
-# Engines are larger than a template can honestly be: start from plugins/engines/hf instead. A
-# trainer is small on top of core's lifecycle (agentgym_core.trainer.Trainer): the template is one
-# that learns which system prompt makes the model act best; plugins/trainers/sft is a larger example.
+# An engine template is a toy model in plain Python that passes the engine checks (docs/engines.md walks
+# through it); plugins/engines/hf is the real one. A trainer is small on top of core's lifecycle
+# (agentgym_core.Trainer): the template learns which system prompt makes the model act best;
+# plugins/trainers/sft is a larger example.
 
 PYPROJECT = """\
 [build-system]
@@ -198,9 +200,11 @@ class $cls(Backend):
         torch.set_num_threads(self.threads)
 ''',
     "trainer": TRAINER_COMPONENT,
+    "engine": ENGINE_COMPONENT,
 }
 
 TESTS = {
+    "engine": ENGINE_TEST,
     "env": '''\
 import pytest
 

@@ -25,6 +25,7 @@ import types
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
+from .engine import Engine, GenerationResult
 from .env.base import BaseEnv
 # One episode through a real env server (the wire format), re-exported: the kit's public names are here.
 from .testing_http import HTTPTranscript, play_over_http  # noqa: F401
@@ -262,7 +263,7 @@ def load_script(path: str | Any, name: str) -> types.ModuleType:
 
 
 
-class ScriptedEngine:
+class ScriptedEngine(Engine):
     """An engine that answers from a script instead of a model, for tests of agents, envs and rollout.
 
     *replies* is a list of texts used in turn (the last one repeats) or a function of
@@ -273,6 +274,7 @@ class ScriptedEngine:
     """
 
     shares_weights = False
+    placement = "self"  # no device: nothing to place
 
     def __init__(self, tokenizer: Any, replies: Sequence[str] | Callable[[str, int], str] = ("done",), *,
                  end_ids: Sequence[int] | None = None, logprob: float = -1.0) -> None:
@@ -288,8 +290,6 @@ class ScriptedEngine:
         return self._tokenizer
 
     def generate(self, requests: list[Any]) -> list[Any]:
-        from .engine import GenerationResult
-
         out = []
         for request in requests:
             self.prompts.append(list(request.prompt_ids))

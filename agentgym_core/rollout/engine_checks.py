@@ -1,13 +1,15 @@
 """The engine contract as reusable checks, run by every engine plugin's tests (hf, vllm, yours).
 
-Each check takes a ready engine and raises ``AssertionError`` naming the broken rule. They
-need no torch: a reference forward pass for logprobs is the engine plugin's own test.
+Each check takes a ready engine and raises ``AssertionError`` naming the broken rule;
+:func:`check_engine` runs them all. They need no torch: a reference forward pass for logprobs is
+the engine plugin's own test.
 """
 from __future__ import annotations
 
+import dataclasses
 from typing import Any
 
-from ..engine import GenerationRequest, SamplingParams
+from ..engine import Engine, GenerationRequest, SamplingParams
 
 
 def _prompt(engine: Any, text: str) -> list[int]:
@@ -72,3 +74,26 @@ def check_cache_reuse(engine: Any) -> None:
 
 
 ALL_CHECKS = (check_shapes_and_limits, check_seed_determinism, check_stop_token, check_cache_reuse)
+
+
+def check_declarations(engine: Any) -> None:
+    """An :class:`~agentgym_core.Engine` that says how a trainer works with it: what ``update_weights``
+    receives (``shares_weights``) and who places it on a device (``placement``; ``"option"`` needs a
+    ``device`` field in its ``Config``)."""
+    cls = type(engine)
+    assert isinstance(engine, Engine), f"{cls.__name__} must subclass agentgym_core.Engine"
+    assert isinstance(engine.shares_weights, bool), "shares_weights must be True or False"
+    assert engine.placement in ("option", "self"), f"placement must be 'option' or 'self', not {engine.placement!r}"
+    if engine.placement == "option":
+        config = getattr(cls, "Config", None)
+        fields = {f.name for f in dataclasses.fields(config)} if dataclasses.is_dataclass(config) else set()
+        assert "device" in fields, (f"{cls.__name__}.placement is 'option': its Config needs a device field "
+                                    "(or set placement = 'self' if it places itself)")
+
+
+def check_engine(engine: Any, *, cache: bool = True) -> None:
+    """Every check on a ready *engine*; *cache*: also the prefix-cache rule (an engine that caches
+    nothing prefills whole prompts: pass ``cache=False``)."""
+    for check in (check_declarations, *ALL_CHECKS):
+        if check is not check_cache_reuse or cache:
+            check(engine)

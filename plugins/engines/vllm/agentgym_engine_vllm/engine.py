@@ -45,7 +45,8 @@ class VLLMEngine(Engine):
     """Rollout engine on vLLM, serving its own copy of a model folder or bundled alias."""
 
     Config = VLLMEngineConfig
-    shares_weights = False
+    shares_weights = False  # its own copy: update_weights gets a state dict
+    placement = "self"  # vLLM takes its share of GPU memory itself
 
     def __init__(
         self,
