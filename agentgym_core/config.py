@@ -60,10 +60,14 @@ def compose_raw(files: str | Path | Sequence[str | Path] | None, overrides: Iter
                 f"config file {str(path)!r} cannot be merged onto the files before it: {str(exc).splitlines()[0]} "
                 "(a list must be given whole, not item by item)"
             ) from exc
-    overrides = [_shorthand_override(item) for item in overrides]
+    overrides = list(overrides)
+    for item in (o for o in overrides if o.startswith("~")):  # ~key: remove what the files set
+        merged = _remove_key(merged, item[1:].strip())
+    overrides = [_shorthand_override(item) for item in overrides if not item.startswith("~")]
     for item in overrides:
         if "=" not in item:
-            raise ConfigError(f"override {item!r} must look like key.path=value (e.g. trainer.lr=1e-6)")
+            raise ConfigError(f"override {item!r} must look like key.path=value (e.g. trainer.lr=1e-6), or "
+                              "~key.path to remove a key the config files set")
         _no_list_item(item, merged)
     try:
         dot = OmegaConf.from_dotlist(overrides)
@@ -79,6 +83,25 @@ def compose_raw(files: str | Path | Sequence[str | Path] | None, overrides: Iter
 
 
 _INDEX = re.compile(r"\[(\d+)\]")
+
+
+def _remove_key(merged: DictConfig, key: str) -> DictConfig:
+    """``~scheduler.rounds``: *merged* without that key (a section's defaults or the default component apply
+    again), so a shipped config can be reused when a plugin it names is not installed."""
+    parent, _, last = key.rpartition(".")
+    try:
+        node = OmegaConf.select(merged, parent) if parent else merged
+    except OmegaConfBaseException:
+        node = None
+    if not isinstance(node, DictConfig) or last not in node:
+        near = did_you_mean(last, list(node) if isinstance(node, DictConfig) else [])
+        raise ConfigError(f"override '~{key}': the config has no key {key!r} to remove.{near}")
+    data = OmegaConf.to_container(merged, resolve=False)
+    target = data
+    for part in parent.split(".") if parent else []:
+        target = target[part]
+    del target[last]
+    return OmegaConf.create(data)
 
 
 def _shorthand_override(item: str) -> str:
@@ -160,6 +183,15 @@ def validate(raw: DictConfig, manager: Any = None) -> DictConfig:
                 f"Valid sections: {', '.join(SECTIONS)}, {STAGES}"
             )
     out: dict[str, Any] = {}
+    missing: list[str] = []  # components the config names that are not installed: all said at once
+
+    def check(path: str, spec: SectionSpec, section: Any, explicit: bool) -> dict:
+        try:
+            return _validate_section(path, spec, section, manager, explicit=explicit)
+        except _NotInstalled as exc:
+            missing.append(str(exc))
+            return {}
+
     for key, spec in SECTIONS.items():
         given = key in raw
         value = raw[key] if given else None
@@ -167,20 +199,23 @@ def validate(raw: DictConfig, manager: Any = None) -> DictConfig:
             items = value if given else OmegaConf.create(DEFAULT_REWARDS)
             if not isinstance(items, ListConfig):
                 raise ConfigError(f"config key {key!r} must be a list of {{name: ..., weight: ...}} items")
-            out[key] = [
-                _validate_section(f"{key}[{i}]", spec, item, manager, explicit=True)
-                for i, item in enumerate(items)
-            ]
+            out[key] = [check(f"{key}[{i}]", spec, item, True) for i, item in enumerate(items)]
             continue
         if spec.kind and not given and spec.default_name is None:
             continue  # e.g. no env section: commands that need one say so
         if value is not None and not isinstance(value, DictConfig):
             raise ConfigError(f"config section {key!r} must be a mapping, got {value!r}")
         section = value if value is not None else OmegaConf.create({})
-        out[key] = _validate_section(key, spec, section, manager, explicit=given)
+        out[key] = check(key, spec, section, given)
         for secret_section, secret_key in SECRET_KEYS:
             if key == secret_section and out[key].get(secret_key) == REDACTED:
                 out[key][secret_key] = None  # read back from a run directory: use AGENTGYM_ENV_TOKEN
+    if len(missing) == 1:
+        raise ConfigError(missing[0])
+    if missing:
+        raise ConfigError(f"{len(missing)} components this config names are not installed:\n  " + "\n  ".join(missing)
+                          + "\nInstall them, or drop each such section (~scheduler: the default applies) or name "
+                            "another component in its place")
     if STAGES in raw:  # a pipeline: every stage's config is checked now, before the first stage runs
         out[STAGES] = validate_stages(OmegaConf.create(out), raw[STAGES], manager)
     cfg = OmegaConf.create(out)
@@ -254,6 +289,10 @@ def validate_stages(base: Any, raw_stages: Any, manager: Any) -> list[dict[str, 
     return overlays
 
 
+class _NotInstalled(ConfigError):
+    """A config names a component no installed plugin registers."""
+
+
 def _validate_section(path: str, spec: SectionSpec, section: Any, manager: Any, explicit: bool) -> dict:
     if not isinstance(section, DictConfig):
         raise ConfigError(f"config key {path!r} must be a mapping, got {section!r}")
@@ -285,7 +324,7 @@ def _validate_section(path: str, spec: SectionSpec, section: Any, manager: Any, 
                 # A default component that is not installed: keep the section, let the command
                 # that needs it fail with this message.
                 return {"name": name}
-            raise ConfigError(f"config key '{path}.name': {exc}") from None
+            raise _NotInstalled(f"config key '{path}.name': {exc}") from None
         try:
             comp_cls = entry.config_class()
         except AgentGymError as exc:

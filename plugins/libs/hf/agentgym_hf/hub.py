@@ -54,16 +54,43 @@ def hub_model_dir(name: str) -> Path:
     return Path(folder)
 
 
+#: Hub organisations of common model families, to complete a bare name ("Qwen2.5-7B" -> "Qwen/Qwen2.5-7B").
+FAMILY_ORGS = {"qwen": "Qwen", "llama": "meta-llama", "smollm": "HuggingFaceTB", "mistral": "mistralai",
+               "phi": "microsoft", "gemma": "google", "deepseek": "deepseek-ai", "olmo": "allenai"}
+
+
+def hub_ids_like(name: str, cache: Path) -> list[str]:
+    """Hub ids *name* may mean when it lacks its ``org/``: those in *cache* with that name (any case),
+    else the organisation of its model family."""
+    repo, _ = split_revision(name)
+    if "/" in repo:
+        return []
+    cached = sorted(p.name[len("models--"):].replace("--", "/", 1) for p in cache.glob("models--*--*")
+                    if p.name.lower().endswith(f"--{repo.lower()}"))
+    if cached:
+        return cached
+    org = next((o for family, o in FAMILY_ORGS.items() if repo.lower().startswith(family)), None)
+    return [f"{org}/{repo}"] if org else []
+
+
 def _not_found(name: str, cache: Path, cached: Exception, download: str) -> str:
+    """One line that leads with what to do: the hub id meant, the command that caches it, the bundled model;
+    then what was tried."""
     repo, revision = split_revision(name)
+    like = hub_ids_like(name, cache)
+    meant = like[0] if like else repo
+    alias = next(iter(BUNDLED))
+    hint = (f" A hub id is org/name: did you mean {' or '.join(repr(i) for i in like)}?" if like else
+            " A hub id is org/name (e.g. Qwen/Qwen2.5-0.5B-Instruct)." if "/" not in repo else "")
     folder = cache / f"models--{repo.replace('/', '--')}"
     where = (f"{folder}/snapshots/<commit of refs/{revision or 'main'}>" if not _is_commit(revision)
              else f"{folder}/snapshots/{revision}")
-    return (f"model {name!r} was not found. Tried: a bundled alias ({', '.join(BUNDLED)}): no; a local folder "
-            f"{name!r}: none here; the Hugging Face cache ($HF_HUB_CACHE or $HF_HOME/hub): {where}: "
-            f"{type(cached).__name__}; {download}. Download it once where the Hub is reachable "
-            f"(`hf download {repo}`{f' --revision {revision}' if revision else ''}) into that cache, point "
-            f"HF_HUB_CACHE at a cache that holds it, or set model.path to a model folder")
+    return (f"model {name!r} was not found.{hint} Cache it once where the Hub is reachable: "
+            f"`hf download {meant}{f' --revision {revision}' if revision else ''}`, or use the bundled model "
+            f"{alias!r} (model.path={alias}, LLMAgent(base_model={alias!r})). Tried: a bundled alias "
+            f"({', '.join(BUNDLED)}): no; a local folder {name!r}: none here; the Hugging Face cache ($HF_HUB_CACHE "
+            f"or $HF_HOME/hub): {where}: {type(cached).__name__}; {download}; HF_HUB_CACHE may point at a cache "
+            f"that holds it, or model.path at a model folder")
 
 
 def _is_commit(revision: str | None) -> bool:

@@ -100,11 +100,28 @@ def test_a_hub_id_not_in_the_cache_names_what_was_tried(offline):
     with pytest.raises(ModelNotFoundError) as info:
         resolve_model_path("acme/not-there")
     msg = str(info.value)
-    assert msg.startswith("model 'acme/not-there' was not found. Tried: a bundled alias (smollm2-135m-instruct): no")
+    assert msg.startswith("model 'acme/not-there' was not found. Cache it once where the Hub is reachable: "
+                          "`hf download acme/not-there`, or use the bundled model 'smollm2-135m-instruct'")
+    assert "Tried: a bundled alias (smollm2-135m-instruct): no" in msg and "\n" not in msg
     assert str(offline / "models--acme--not-there" / "snapshots") in msg and "refs/main" in msg
     assert "HF_HUB_OFFLINE is set, so nothing was downloaded" in msg and "hf download acme/not-there" in msg
-    with pytest.raises(ModelNotFoundError, match=r"refs/v9>.*--revision v9"):
+    with pytest.raises(ModelNotFoundError, match=r"`hf download acme/tiny-agent --revision v9`.*refs/v9>"):
         resolve_model_path("acme/tiny-agent@v9")
+
+
+def test_a_name_without_its_org_is_answered_with_the_hub_ids_it_may_mean(offline, tmp_path):
+    """LLMAgent(base_model="Qwen2.5-7B") offline: the first line names the hub id, the cache command and the
+    bundled model (it used to end in `hf download Qwen2.5-7B`, which is no hub id)."""
+    with pytest.raises(ModelNotFoundError) as info:
+        resolve_model_path("Qwen2.5-7B")
+    assert str(info.value).startswith(
+        "model 'Qwen2.5-7B' was not found. A hub id is org/name: did you mean 'Qwen/Qwen2.5-7B'? Cache it once "
+        "where the Hub is reachable: `hf download Qwen/Qwen2.5-7B`, or use the bundled model 'smollm2-135m-instruct' "
+        "(model.path=smollm2-135m-instruct, LLMAgent(base_model='smollm2-135m-instruct')).")
+    with pytest.raises(ModelNotFoundError, match=r"did you mean 'acme/tiny-agent'\? .*`hf download acme/tiny-agent`"):
+        resolve_model_path("TINY-agent")  # a cached repo of that name, in any case
+    with pytest.raises(ModelNotFoundError, match=r"A hub id is org/name \(e.g. Qwen/Qwen2.5-0.5B-Instruct\)"):
+        resolve_model_path("frobnicator-9b")
 
 
 def test_paths_that_are_not_hub_ids_keep_the_folder_error(offline, tmp_path):

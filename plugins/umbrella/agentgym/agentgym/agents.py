@@ -12,12 +12,13 @@ run config ``train`` builds is :mod:`agentgym.training`'s.
 from __future__ import annotations
 
 import dataclasses
+import inspect
 import sys
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Optional
 
-from agentgym_core import AgentGymError, AgentSettings, BaseEnv, local_parts
+from agentgym_core import AgentGymError, AgentSettings, BaseEnv, ConfigError, did_you_mean, local_parts
 from agentgym_core.config_schema import schema_default
 
 from .training import build, holds_results, registered_env, remember_given, train_config
@@ -83,6 +84,7 @@ class LLMAgent:
         self.strategy_options = dict(strategy_options or {})
         self._strategy = _build_strategy(strategy, self.strategy_options)
         self.engine_options = engine_options
+        _check_engine_options(engine, engine_options)
         self._engine: Any = None
         #: The constructor arguments the caller passed (only those override a config file in ``train``).
         self.given: set[str] = set()
@@ -158,8 +160,6 @@ class LLMAgent:
                       file=sys.stderr, flush=True)
                 cfg = self.train_config(env, method, manager=manager, **{**options, "run_name": name})
         if "stages" in cfg:
-            from agentgym_core import ConfigError
-
             raise ConfigError("the config holds stages: (a pipeline); LLMAgent.train trains one trainer. Run the "
                               "pipeline with `agentgym train -c FILE`, then LLMAgent(base_model=<its last checkpoint>)")
         trainer = build_component(manager, "trainers", cfg.trainer, cfg, manager)
@@ -292,6 +292,21 @@ class LLMAgent:
         except AgentGymError:  # not a registered env (or registered twice): its own defaults
             return False
         return name == self.trained_config.env.name
+
+
+def _check_engine_options(engine: str, options: dict[str, Any]) -> None:
+    """Refuse, when the agent is made, keywords that are neither an ``LLMAgent`` argument nor an option of
+    *engine* (``dtyp="fp32"``), with a "did you mean" over both; check the engine's options' values."""
+    from agentgym_core import check_options, get_plugin_manager
+
+    config = get_plugin_manager().registry("engines").get(engine).config_class()
+    fields = [f.name for f in dataclasses.fields(config)] if dataclasses.is_dataclass(config) else []
+    own = [p for p in inspect.signature(LLMAgent.__init__).parameters if p not in ("self", "engine_options")]
+    for key in options:
+        if key not in fields:
+            raise ConfigError(f"LLMAgent: unknown argument {key!r}.{did_you_mean(key, [*own, *fields])} It takes "
+                              f"{', '.join(own)}, and engine {engine!r}'s options: {', '.join(fields) or 'none'}")
+    check_options(f"LLMAgent: engine {engine!r}", config, options)
 
 
 def _build_strategy(name: str, options: dict[str, Any]) -> Any:

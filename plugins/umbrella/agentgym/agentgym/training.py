@@ -163,6 +163,10 @@ def holds_results(path: Path) -> bool:
     return (metrics.is_file() and metrics.stat().st_size > 0) or any((path / "checkpoints").glob("step_*"))
 
 
+#: The named arguments of ``LLMAgent.train`` / ``train_config`` besides *env* (a misspelling of one is named).
+TRAIN_ARGUMENTS = ("method", "max_steps", "algorithm", "run_name", "config")
+
+
 def train_config(agent: Any, env: Any, method: Optional[str], *, max_steps: Optional[int], algorithm: Optional[str],
                  run_name: Optional[str], config: Optional[str], manager: Any, overrides: dict[str, Any]) -> Any:
     """The validated run config of :meth:`LLMAgent.train_config <agentgym.agents.LLMAgent.train_config>`,
@@ -174,6 +178,10 @@ def train_config(agent: Any, env: Any, method: Optional[str], *, max_steps: Opti
 
     for name in overrides:
         if "." not in name and name not in SECTIONS:
+            near = did_you_mean(name, TRAIN_ARGUMENTS)
+            if near:  # a misspelt argument, not a config key
+                raise AgentGymError(f"LLMAgent.train({name}=...) is not an argument.{near} It takes "
+                                    f"{', '.join(TRAIN_ARGUMENTS)}, and dotted config keys as **{{'trainer.lr': 1e-5}}")
             raise AgentGymError(
                 f"LLMAgent.train({name}=...): extra keyword arguments are dotted config keys, which Python "
                 f"names cannot spell; pass them as **{{'<section>.{name}': value}}, e.g. **{{'trainer.lr': 1e-5}}"
