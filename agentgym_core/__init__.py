@@ -47,7 +47,7 @@ _PUBLIC = {
     "load_config": "config", "build_component": "config", "to_yaml": "config",
     "get_plugin_manager": "plugins",
     "RunParts": "assembly", "AgentSettings": "assembly", "assemble": "assembly", "local_parts": "assembly",
-    "context_policy": "assembly", "final_max_turns": "assembly",
+    "context_policy": "assembly", "final_max_turns": "assembly", "finish_lines": "finish",
     "run_rollout": "rollout.runner", "GenerationBatcher": "rollout.batcher", "TaskCursor": "cursor",
     "resolve_backend": "backend",
     "RunDir": "rundir", "RunDirError": "rundir",

@@ -4,7 +4,6 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
-from typing import Any
 
 import click
 
@@ -77,31 +76,11 @@ def train(files: tuple[str, ...], resume: str | None, num_processes: int, seeds:
     end_process_group()  # (a process that failed exits at once instead: the launcher stops the others)
     if int(os.environ.get("RANK", "0")) != 0:
         return
-    summary = getattr(trainer, "summary", {}) or {}
-    for tag in ("before", "after"):
-        s = summary.get(tag)
-        if s:
-            row = s["overall"]
-            click.echo(f"held-out success {tag:>6}: {row['success_rate']:.3f} ({row['n']} episodes, "
-                       f"mean turns {row['turns_mean']:.1f})")
-    run_dir = os.path.abspath(resume or os.path.join(cfg.run.output_dir, cfg.run.name))
-    click.echo(closing_line(run_dir, manager))
+    from agentgym_core.finish import finish_lines
 
-
-def closing_line(run_dir: str, manager: Any) -> str:
-    """Where the run is and what to do with it: ``agentgym report|view`` where those commands are
-    installed, else that there are no plots and no report, and how to get them."""
-    short = _short(run_dir)
-    looking = [name for name in ("report", "view") if name in manager.registry("commands")]
-    if looking:
-        return f"run: {run_dir} (agentgym {'|'.join(looking)} {short}, agentgym eval --model {short})"
-    from agentgym_core.catalogue import provider_of
-    from agentgym_core.registry import provider_hint
-
-    provider = provider_of("commands", "report")
-    how = provider_hint("command", "report", provider.name) if provider else "A plugin providing `report` is missing."
-    return (f"run: {run_dir} (agentgym eval --model {short}); no plots and no report.html were written, they come "
-            f"with the `report` command. {how} Then `agentgym report {short}` writes them for this run.")
+    for line in finish_lines(getattr(trainer, "summary", {}), resume or os.path.join(cfg.run.output_dir, cfg.run.name),
+                             manager):
+        click.echo(line)
 
 
 #: Seconds a process waits at the end of training for the others before it says which did not come.
@@ -136,6 +115,7 @@ def end_process_group(timeout: float = END_TIMEOUT_S) -> None:
 
 def _pipeline(cfg, manager, resume: str | None) -> None:
     """Train the stages of a pipeline config (``stages:``) and print each stage's held-out success."""
+    from agentgym_core.finish import short_path
     from agentgym_core.pipeline import run_pipeline
 
     if int(os.environ.get("WORLD_SIZE", "1")) > 1:
@@ -149,13 +129,7 @@ def _pipeline(cfg, manager, resume: str | None) -> None:
         click.echo(f"stage {s['name']:>8}: {s.get('status')}, {s.get('wall_s', 0):.0f} s"
                    + (f", held-out success {evals}" if evals else ""))
     run_dir = os.path.abspath(resume or os.path.join(cfg.run.output_dir, cfg.run.name))
-    click.echo(f"run: {run_dir} (agentgym eval --compare {_short(run_dir)}; each stage is a run directory)")
-
-
-def _short(path: str) -> str:
-    """*path* relative to the current directory when it lies under it (what a user would type)."""
-    rel = os.path.relpath(path)
-    return path if rel.startswith("..") else rel
+    click.echo(f"run: {run_dir} (agentgym eval --compare {short_path(run_dir)}; each stage is a run directory)")
 
 
 def _launch(n: int) -> int:

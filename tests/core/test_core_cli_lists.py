@@ -37,7 +37,7 @@ def test_a_switched_off_env_is_said_to_be_switched_off_not_missing():
 
 
 def test_closing_line_without_the_report_command_says_what_is_missing():
-    from agentgym_core.cli.train_cmd import closing_line
+    from agentgym_core.finish import closing_line
     from agentgym_core.plugins import get_plugin_manager
 
     full = closing_line("/x/runs/a", get_plugin_manager(fresh=True))

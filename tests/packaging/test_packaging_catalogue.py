@@ -80,3 +80,23 @@ def test_the_umbrella_readme_table_lists_every_env_class():
     for d in catalogue.DISTRIBUTIONS:
         for cls, env in d.env_classes.items():
             assert re.search(rf"^\| `{cls}` \| `{d.extra}` \| `{env}`", readme, re.M), (cls, d.extra, env)
+
+
+def test_the_readme_wheel_example_builds_what_the_minimal_config_needs():
+    """README's `pip wheel` line names the folders of the distributions configs/minimal.yaml runs on (its
+    components' providers and what they require), no more: it used to build all of them."""
+    import re
+
+    import yaml
+
+    line = re.search(r"^pip wheel --no-deps -w dist (.+)$", (REPO / "README.md").read_text(), flags=re.M).group(1)
+    cfg = yaml.safe_load((REPO / "configs" / "minimal.yaml").read_text())
+    named = {("envs", cfg["env"]["name"]), ("engines", "hf"), ("trainers", cfg["trainer"]["name"]),
+             ("schedulers", cfg["scheduler"]["name"]), *(("rewards", r["name"]) for r in cfg["rewards"])}
+    needed, todo = set(), [catalogue.provider_of(kind, name).name for kind, name in named]
+    while todo:
+        name = todo.pop()
+        if name not in needed:
+            needed.add(name)
+            todo += list(catalogue.BY_NAME[name].requires)
+    assert sorted(line.split()) == sorted(catalogue.BY_NAME[n].folder for n in needed)

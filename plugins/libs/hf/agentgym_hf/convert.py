@@ -7,16 +7,20 @@ cache locations are core's (:mod:`agentgym_core.models`); the conversion needs t
 """
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
+import sys
 import tempfile
 import threading
+import warnings
+from collections.abc import Iterator
 from pathlib import Path
 
 from agentgym_core.models import (ModelNotFoundError, converted_dir, gguf_location, is_alias, local_model_dir,
                                   looks_like_hub_id)
 
-__all__ = ["ModelNotFoundError", "resolve_model_path", "resolve_tokenizer_path"]
+__all__ = ["ModelNotFoundError", "quiet_loading", "resolve_model_path", "resolve_tokenizer_path"]
 
 _lock = threading.Lock()
 
@@ -61,6 +65,40 @@ def _folder_or_hub(name: str) -> Path:
     return hub_model_dir(name)
 
 
+@contextlib.contextmanager
+def quiet_loading() -> Iterator[None]:
+    """transformers without its progress bars and warnings while a model loads or converts: they would
+    interleave with the training bar. Loading says what it does in one line of its own where it takes long."""
+    from transformers.utils import logging as hf_logging
+
+    bars, verbosity = hf_logging.is_progress_bar_enabled(), hf_logging.get_verbosity()
+    hf_logging.disable_progress_bar()
+    hf_logging.set_verbosity_error()
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            yield
+    finally:
+        hf_logging.set_verbosity(verbosity)
+        if bars:
+            hf_logging.enable_progress_bar()
+
+
+@contextlib.contextmanager
+def _no_gguf_bar() -> Iterator[None]:
+    """transformers reads a GGUF under a tqdm bar of its own (not one its switch turns off): off here."""
+    import functools
+
+    from transformers import modeling_gguf_pytorch_utils as gguf_utils
+
+    bar = gguf_utils.tqdm
+    gguf_utils.tqdm = functools.partial(bar, disable=True)
+    try:
+        yield
+    finally:
+        gguf_utils.tqdm = bar
+
+
 def _convert(alias: str, target: Path, *, tokenizer_only: bool) -> Path:
     """Convert the GGUF of *alias* into *target* atomically (a temp folder renamed into place)."""
     folder, filename = gguf_location(alias)
@@ -71,15 +109,18 @@ def _convert(alias: str, target: Path, *, tokenizer_only: bool) -> Path:
 
         target.parent.mkdir(parents=True, exist_ok=True)
         tmp = Path(tempfile.mkdtemp(prefix=f".{target.name}-", dir=target.parent))
+        print(f"{alias}: converting {filename} to safetensors in {target}, once (about half a minute)",
+              file=sys.stderr, flush=True)
         try:
-            tokenizer = AutoTokenizer.from_pretrained(str(folder), gguf_file=filename)
-            tokenizer.save_pretrained(str(tmp))
-            if not tokenizer_only:
-                model = AutoModelForCausalLM.from_pretrained(str(folder), gguf_file=filename)
-                quantizer = getattr(model, "hf_quantizer", None)
-                if quantizer is not None:
-                    quantizer.remove_quantization_config(model)
-                model.save_pretrained(str(tmp), safe_serialization=True)
+            with quiet_loading(), _no_gguf_bar():
+                tokenizer = AutoTokenizer.from_pretrained(str(folder), gguf_file=filename)
+                tokenizer.save_pretrained(str(tmp))
+                if not tokenizer_only:
+                    model = AutoModelForCausalLM.from_pretrained(str(folder), gguf_file=filename)
+                    quantizer = getattr(model, "hf_quantizer", None)
+                    if quantizer is not None:
+                        quantizer.remove_quantization_config(model)
+                    model.save_pretrained(str(tmp), safe_serialization=True)
             (tmp / ".complete").write_text(f"converted from {folder / filename}\n")
             if (target / ".complete").is_file():  # another process finished first: keep its copy
                 return target

@@ -17,7 +17,7 @@ from transformers import AutoModelForCausalLM, AutoTokenizer
 from agentgym_core.backend import cpu_supports_bf16
 from agentgym_core.models import ModelNotFoundError
 
-from .convert import resolve_model_path, resolve_tokenizer_path
+from .convert import quiet_loading, resolve_model_path, resolve_tokenizer_path
 
 _DTYPES = {"bf16": torch.bfloat16, "fp16": torch.float16, "fp32": torch.float32}
 
@@ -80,7 +80,8 @@ def load_model(
     if (adapter / "adapter_config.json").is_file() and not (adapter / "config.json").is_file():
         return _load_adapter_checkpoint(adapter, torch_dtype, device, chat_template)
     folder = resolve_model_path(path_or_alias)
-    model = AutoModelForCausalLM.from_pretrained(str(folder), dtype=torch_dtype)
+    with quiet_loading():  # no "Loading weights" bar between the lines of a run
+        model = AutoModelForCausalLM.from_pretrained(str(folder), dtype=torch_dtype)
     model.to(device)
     model.eval()
     tokenizer = prepare_tokenizer(AutoTokenizer.from_pretrained(str(folder)), chat_template)
@@ -99,7 +100,8 @@ def _load_adapter_checkpoint(folder: Path, torch_dtype: Any, device: Any, chat_t
     if not base_name:
         raise ModelNotFoundError(f"LoRA checkpoint {str(folder)!r} does not name its base model "
                                  "(base_model_name_or_path in adapter_config.json)")
-    base = AutoModelForCausalLM.from_pretrained(str(resolve_model_path(base_name)), dtype=torch_dtype)
+    with quiet_loading():
+        base = AutoModelForCausalLM.from_pretrained(str(resolve_model_path(base_name)), dtype=torch_dtype)
     with peft_quiet():
         model = PeftModel.from_pretrained(base, str(folder)).merge_and_unload()
     model.to(device)

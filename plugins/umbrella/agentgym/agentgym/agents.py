@@ -145,7 +145,7 @@ class LLMAgent:
         ``config`` and dotted config keys), which also says what wins over what. Afterwards the
         agent acts with the trained weights, and ``infer(env)`` plays in the run's setup.
         """
-        from agentgym_core import build_component, get_plugin_manager
+        from agentgym_core import build_component, finish_lines, get_plugin_manager
 
         manager = get_plugin_manager()
         cfg = self.train_config(env, method, manager=manager, **options)
@@ -164,6 +164,8 @@ class LLMAgent:
                               "pipeline with `agentgym train -c FILE`, then LLMAgent(base_model=<its last checkpoint>)")
         trainer = build_component(manager, "trainers", cfg.trainer, cfg, manager)
         metrics = trainer.fit()
+        for line in finish_lines(getattr(trainer, "summary", {}), Path(cfg.run.output_dir) / cfg.run.name, manager):
+            print(line, flush=True)  # what `agentgym train` prints: held-out success before/after, the run
         ckpt = trainer.run_dir.latest_checkpoint() if getattr(trainer, "run_dir", None) is not None else None
         if ckpt is not None:  # act with the trained policy from now on
             self.close()

@@ -139,7 +139,7 @@ def test_infer_after_train_plays_the_trained_setup(tmp_path):
 
 
 @pytest.mark.slow
-def test_a_second_train_gets_its_own_run_directory(tmp_path):
+def test_a_second_train_gets_its_own_run_directory(tmp_path, capsys):
     """The trainer refuses to write into a directory holding a run; a train() whose run name
     nobody chose (the agent's default) moves on to agent-2, starting from the first one's weights."""
     from agentgym.agents import LLMAgent
@@ -153,6 +153,7 @@ def test_a_second_train_gets_its_own_run_directory(tmp_path):
                "rollout.max_new_tokens": "4", "eval.before": "false", "eval.after": "false",
                "trainer.finetune": "full", "trainer.local_envs": "true", "trainer.progress": "false"}
     metrics = agent.train("babyai", max_steps=1, **options)
+    assert f"run: {runs / 'agent'} (agentgym " in capsys.readouterr().out  # what `agentgym train` prints last
     first = agent.base_model
     row = json.loads((runs / "agent" / "metrics.jsonl").read_text().splitlines()[0])
     assert metrics["kl"] is None and row["kl"] is None  # no reference (kl_coef 0): not measured, one meaning
