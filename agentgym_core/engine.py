@@ -48,6 +48,9 @@ class GenerationResult:
     #: How many prompt tokens the engine had to run through the model (prefill), for the
     #: prefix-cache benchmark; ``len(prompt_ids)`` when nothing was reused.
     prefill_tokens: int = 0
+    #: The version of the policy's weights that generated it, when the engine's caller counts versions
+    #: (asynchronous training); None otherwise.
+    weight_version: Optional[int] = None
 
 
 def engine_settings(config_cls: type, options: dict[str, Any], name: str) -> Any:

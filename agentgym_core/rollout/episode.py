@@ -91,6 +91,7 @@ class EpisodeBuilder:
         turn = Turn(start=start, end=len(t.token_ids), text=self.chat.decode(result.token_ids), action=None)
         turn.finish_reason = result.finish_reason
         turn.prefill_tokens = result.prefill_tokens
+        turn.version = getattr(result, "weight_version", None)
         if context is not None:
             turn.prompt_tokens = sum(b - a for a, b in context)
             if context != [(0, start)]:

@@ -48,6 +48,9 @@ class Turn:
     #: ``action`` (parsed and sent to the env), or a strategy's own kind of reply (``plan``), which is
     #: kept in the episode and answered by the strategy instead of the env.
     kind: str = "action"
+    #: The version of the policy's weights that sampled this reply (asynchronous training: the number of
+    #: updates before them); None in a synchronous run, where it is the step's own.
+    version: Optional[int] = None
 
 
 @dataclass
@@ -104,8 +107,9 @@ class Trajectory:
     def to_dict(self) -> dict[str, Any]:
         data = asdict(self)
         for turn in data["turns"]:  # written only where it says something (files stay as they were)
-            if turn.get("context") is None:
-                turn.pop("context", None)
+            for key in ("context", "version"):
+                if turn.get(key) is None:
+                    turn.pop(key, None)
         if data.get("transcript") is None:
             data.pop("transcript", None)
         return data

@@ -79,7 +79,8 @@ class UpdateConfig:
     #: Truncated importance sampling against the sampler (Yao et al. 2025, "Your efficient RL
     #: framework secretly brings you off-policy RL training"; verl's tis_imp_ratio_cap): each
     #: token's policy loss is weighted by min(pi_old / pi_sampler, tis_cap), pi_old being the
-    #: trainer's log-prob before the update and pi_sampler the engine's. null: off.
+    #: trainer's log-prob before the update and pi_sampler the engine's. null: off (with
+    #: trainer.max_staleness > 0: 2, the decoupled objective's behaviour weight, :mod:`.asynchronous`).
     tis_cap: Optional[float] = None
 
 
@@ -108,6 +109,23 @@ class RLConfig(UpdateConfig, FinetuneConfig, TrainerConfig):
     #: rollout.tasks_per_step informative groups, or dynamic_sampling_rounds extra rounds were played.
     dynamic_sampling: bool = False
     dynamic_sampling_rounds: int = 3
+    #: Asynchronous training (:mod:`.asynchronous`): a rollout worker plays while the trainer updates, and no
+    #: token an update uses was sampled by weights more than this many updates older than the policy it
+    #: updates. 0: the synchronous trainer (play, then update).
+    max_staleness: int = 0
+    #: ``pipelined``: batch s is sampled by exactly the weights of step s - max_staleness (reproducible bit for
+    #: bit, resumes exactly); ``async``: groups stream to the trainer as they complete and the engine follows
+    #: the newest weights (faster with uneven episodes, not reproducible).
+    async_mode: str = "pipelined"
+    #: async: an episode in flight when new weights arrive ``continue``\ s with them (each turn keeps its
+    #: version and log-probs) or is played again from its start (``restart``).
+    partial_rollout: str = "continue"
+    #: Torch threads of the rollout worker (0: torch's default). On a CPU, give the worker and the trainer
+    #: a share of the cores each (2 cores: 1 and 1, with engine.threads=1).
+    rollout_threads: int = 0
+    #: Seconds either side may wait for the other before the run stops with a message naming the side it
+    #: waited on (the trainer on the rollout, or the rollout on the trainer's weights).
+    watchdog_s: float = 900.0
 
     def __post_init__(self) -> None:
         super().__post_init__()
@@ -149,6 +167,21 @@ class RLConfig(UpdateConfig, FinetuneConfig, TrainerConfig):
         check_range("trainer.lam", self.lam, ge=0, le=1)
         check_range("trainer.dynamic_sampling_rounds", self.dynamic_sampling_rounds, ge=0,
                     note="extra rounds of tasks a step may play")
+        check_range("trainer.max_staleness", self.max_staleness, ge=0, note="0: synchronous")
+        one_of("async_mode", ("pipelined", "async"))
+        one_of("partial_rollout", ("continue", "restart"))
+        check_range("trainer.rollout_threads", self.rollout_threads, ge=0, note="0: torch's default")
+        check_range("trainer.watchdog_s", self.watchdog_s, gt=0)
+        if self.max_staleness > 0:
+            if self.dynamic_sampling:
+                raise ValueError("trainer.dynamic_sampling plays extra rounds of a step synchronously; with "
+                                 "trainer.max_staleness > 0 use trainer.dynamic_sampling=false (the asynchronous "
+                                 "trainer does not refill groups yet)")
+            if self.strategy == "fsdp":
+                raise ValueError("trainer.max_staleness > 0 runs with trainer.strategy=ddp (an FSDP rollout worker "
+                                 "would need the gathered weights each step; not built yet)")
+            if self.tis_cap is None:  # an off-policy batch is always corrected for its behaviour policy
+                self.tis_cap = 2.0
         if self.dynamic_sampling and not ESTIMATORS.get(self.algorithm).grouped:
             raise ValueError(f"trainer.dynamic_sampling drops task groups without reward variance, which only the "
                              f"group estimators need ({', '.join(grouped_names())}), not {self.algorithm!r}")

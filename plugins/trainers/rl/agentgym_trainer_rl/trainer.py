@@ -21,6 +21,7 @@ from agentgym_core.errors import ConfigError
 from agentgym_core.trainer import EnvFailing, StepResult, Trainer, TrainingDiverged
 
 from .algorithms import EstimatorOptions
+from .asynchronous import async_metrics, load_pending, publish_weights, save_pending, take_batch
 from .batch import build_batch
 from .config import RLConfig, UpdateConfig
 from .fsdp import FSDPStrategy
@@ -42,6 +43,9 @@ class RLTrainer(Trainer):
     def __init__(self, config: Any, manager: Any, *, resume: Optional[str] = None, **options: Any) -> None:
         super().__init__(config, manager, resume=resume, **options)
         self.signal = SignalWatch(self.settings.algorithm)
+        #: The rollout worker of an asynchronous run (trainer.max_staleness > 0), started at the first step.
+        self.worker: Any = None
+        self.pending: dict = {}  # batches a resumed pipelined run played before its checkpoint
 
     # -- setup -------------------------------------------------------------------------------
     def init_processes(self) -> None:
@@ -149,8 +153,14 @@ class RLTrainer(Trainer):
 
         return export_checkpoint(checkpoint)  # LoRA adapters merged for the next stage of a pipeline
 
+    def close(self) -> None:
+        if self.worker is not None:
+            self.worker.close()
+
     @contextlib.contextmanager
     def inference(self) -> Iterator[None]:
+        if self.worker is not None:  # the trainer's own engine (evaluations) was not kept current step by step
+            self._sync_engine()
         self.module.eval()
         try:
             yield
@@ -189,6 +199,12 @@ class RLTrainer(Trainer):
     def save(self, step: int, last: dict[str, float], nonfinite: int) -> Optional[Path]:
         from accelerate.utils import gather_object
 
+        # A pipelined run has played the next max_staleness batches with weights older than this checkpoint's:
+        # they go into it (each rank its own), so a resume trains on exactly them.
+        ahead = self.worker.pending_from(step + 1) if self.worker is not None and self.settings.async_mode == "pipelined" \
+            else {}
+        ahead_all = gather_object([ahead]) if self.world > 1 else [ahead]
+
         rngs = gather_object([rng_state()])
         # Each rank's trainable weights, hashed: DDP keeps them identical; a mismatch means desync.
         checksums = gather_object([param_hash(self.dist.full_state_dict(self.module, main_only=False) if self.fsdp
@@ -213,9 +229,14 @@ class RLTrainer(Trainer):
             state["optimizer"] = self.optimizer.state_dict()
             state["value_head"] = self.module.value_head.state_dict() if self.module.value_head is not None else None
             path = self.run_dir.save_checkpoint(
-                step + 1, lambda folder: write_checkpoint(folder, self.module.lm, self.tokenizer, state),
-                self.settings.keep_checkpoints)
+                step + 1, lambda folder: self._write(folder, state, ahead_all), self.settings.keep_checkpoints)
         return path
+
+    def _write(self, folder: Path, state: dict, ahead: list[dict]) -> None:
+        write_checkpoint(folder, self.module.lm, self.tokenizer, state)
+        if self.settings.max_staleness:
+            for rank, pending in enumerate(ahead):
+                save_pending(folder, pending, rank)
 
     def restore(self, checkpoint: Path) -> dict[str, Any]:
         state = load_trainer_state(checkpoint / "trainer_state.pt")
@@ -236,6 +257,8 @@ class RLTrainer(Trainer):
             self.module.value_head.load_state_dict(state["value_head"])
         self.updater.load_state_dict(state.get("updater") or {})
         set_rng_state(state["rng"][self.rank])
+        if self.settings.max_staleness:
+            self.pending = load_pending(checkpoint, self.rank)
         return state
 
     # -- the step ----------------------------------------------------------------------------
@@ -244,13 +267,17 @@ class RLTrainer(Trainer):
 
         cfg, tc = self.config, self.settings
         t0 = time.perf_counter()
-        horizon = int(self.scheduler.max_turns(step))
-        task_ids = self.cursor.take(cfg.rollout.tasks_per_step)  # same on every rank
-        trajs, stats = self._play(task_ids, 0, horizon, step, round_=0)
         extra: dict[str, float] = {}
-        played = trajs
-        if tc.dynamic_sampling:
-            played, trajs, extra = self._dynamic_sampling(trajs, horizon, step)
+        if tc.max_staleness:  # the rollout worker played this step's batch (or is playing it)
+            horizon, played, stats, extra = take_batch(self, step)
+            trajs = played
+        else:
+            horizon = int(self.scheduler.max_turns(step))
+            task_ids = self.cursor.take(cfg.rollout.tasks_per_step)  # same on every rank
+            trajs, stats = self._play(task_ids, 0, horizon, step, round_=0)
+            played = trajs
+            if tc.dynamic_sampling:
+                played, trajs, extra = self._dynamic_sampling(trajs, horizon, step)
         t1 = time.perf_counter()
         everything = gather_object(played) if self.world > 1 else played
         self.manager.hook.on_rollout_end(step=step, trajectories=played, run_dir=str(self.run_dir.path))
@@ -263,7 +290,10 @@ class RLTrainer(Trainer):
         except torch.OutOfMemoryError:
             raise out_of_memory(f"the update of step {step + 1}", self.accelerator.device, tc) from None
         self.lr_sched.step()
-        sync = self._sync_engine() if train["updates"] else 0.0
+        if self.worker is not None:
+            sync = publish_weights(self, step, bool(train["updates"]))
+        else:
+            sync = self._sync_engine() if train["updates"] else 0.0
         t2 = time.perf_counter()
         if self.world > 1:
             gathered = gather_object([train])
@@ -273,6 +303,8 @@ class RLTrainer(Trainer):
         metrics["weight_sync_time_s"] = sync
         metrics.update(self.updater.extra_metrics(train, self.world))  # lone_groups, clipfrac_lower, kl_coef
         metrics.update(extra)
+        if self.worker is not None:
+            metrics.update(async_metrics(self.worker, sync, t0, t1, t2))
         self.scheduler.observe(step, metrics)
         return StepResult(metrics, everything, updated=bool(train["updates"]))
 

@@ -48,6 +48,36 @@ def train_two_steps(plugin_manager, register_plugin, model: Path, out: Path, nam
     return trainer
 
 
+def train_cli(args: list[str], **popen: object):
+    """``agentgym train ARGS`` in a subprocess (one torch thread, the plugins a babyai run needs), output piped."""
+    import os
+    import subprocess
+    import sys
+
+    env = dict(os.environ, OMP_NUM_THREADS="1", AGENTGYM_LOAD_PLUGINS="babyai,hf,rl,scaling")
+    return subprocess.Popen([sys.executable, "-m", "agentgym_core.cli.main", "train", *args], env=env,
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, **popen)
+
+
+def kill_after_checkpoint(victim, run: Path, step: int, timeout: float = 300) -> int:
+    """SIGKILL the process group of *victim* (a training subprocess started with ``start_new_session``) once
+    *run* has a checkpoint at or after *step*; returns the step of the checkpoint a resume continues from."""
+    import os
+    import signal
+    import time
+
+    latest = run / "checkpoints" / "latest"
+    deadline = time.time() + timeout
+    while time.time() < deadline and victim.poll() is None:
+        if latest.exists() and latest.read_text().strip() >= f"step_{step:06d}":
+            break
+        time.sleep(0.02)
+    assert victim.poll() is None, "the run finished before it could be killed: " + victim.stdout.read()
+    os.killpg(victim.pid, signal.SIGKILL)
+    victim.wait()
+    return int(latest.read_text().strip()[5:])
+
+
 def own_copy_engine_class(dtype: str = "fp32"):
     """An hf engine that loads its own copy of the weights from the model's folder, as vLLM does.
 

@@ -2,11 +2,7 @@
 from __future__ import annotations
 
 import json
-import os
-import signal
-import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
@@ -17,16 +13,10 @@ pytest.importorskip("agentgym_engine_hf")
 
 sys.path.insert(0, str(Path(__file__).parent))
 from agentgym_hf.testing import tiny_model_dir  # noqa: E402
-from rl_helpers import tiny_config  # noqa: E402
+from rl_helpers import kill_after_checkpoint, tiny_config, train_cli  # noqa: E402
 
-ENV = dict(os.environ, OMP_NUM_THREADS="1", AGENTGYM_LOAD_PLUGINS="babyai,hf,rl,scaling")
-CLI = [sys.executable, "-m", "agentgym_core.cli.main", "train"]
 # Deterministic batching (one episode in flight) so two runs can be compared token for token.
 EXTRA = {"rollout.concurrency": "1", "trainer.steps": "5"}
-
-
-def _train(args: list[str], **kw) -> subprocess.Popen:
-    return subprocess.Popen(CLI + args, env=ENV, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, **kw)
 
 
 def _steps(run: Path) -> dict[int, list]:
@@ -41,24 +31,15 @@ def _steps(run: Path) -> dict[int, list]:
 def test_kill_9_then_resume_matches_uninterrupted_run(tmp_path):
     model = tiny_model_dir(tmp_path)
     runs = tmp_path / "runs"
-    ref = _train(tiny_config(model, runs, name="straight", **EXTRA))
+    ref = train_cli(tiny_config(model, runs, name="straight", **EXTRA))
     out, _ = ref.communicate(timeout=400)
     assert ref.returncode == 0, out
 
-    victim = _train(tiny_config(model, runs, name="killed", **EXTRA), start_new_session=True)
-    latest = runs / "killed" / "checkpoints" / "latest"
-    deadline = time.time() + 300
-    while time.time() < deadline and victim.poll() is None:
-        if latest.exists() and latest.read_text().strip() >= "step_000002":
-            break
-        time.sleep(0.05)
-    assert victim.poll() is None, "run finished before it could be killed: " + victim.stdout.read()
-    os.killpg(victim.pid, signal.SIGKILL)
-    victim.wait()
-    resumed_from = int(latest.read_text().strip()[5:])
+    victim = train_cli(tiny_config(model, runs, name="killed", **EXTRA), start_new_session=True)
+    resumed_from = kill_after_checkpoint(victim, runs / "killed", 2)
     assert 2 <= resumed_from < 5
 
-    again = _train(["--resume", str(runs / "killed")])
+    again = train_cli(["--resume", str(runs / "killed")])
     out, _ = again.communicate(timeout=400)
     assert again.returncode == 0, out
 
@@ -88,7 +69,7 @@ def test_kill_9_then_resume_matches_uninterrupted_run(tmp_path):
 
 def test_resume_without_checkpoint_is_a_clear_error(tmp_path):
     (tmp_path / "config.yaml").write_text("run: {name: x}\n")
-    proc = _train(["--resume", str(tmp_path)])
+    proc = train_cli(["--resume", str(tmp_path)])
     out, _ = proc.communicate(timeout=120)
     assert proc.returncode == 1
     assert "no complete checkpoint" in out, out
