@@ -56,8 +56,9 @@ class SignalWatch:
     shows loss 0 and grad norm 0, step after step, and nothing says why.
     """
 
-    def __init__(self, algorithm: str, every: int = 10) -> None:
-        self.algorithm, self.every = algorithm, every
+    def __init__(self, algorithm: str, every: int = 10, rewards: Sequence[str] = ()) -> None:
+        #: The names of the run's reward components (``rewards``), so the advice fits the run.
+        self.algorithm, self.every, self.rewards = algorithm, every, tuple(rewards)
         self.silent_steps = 0  # consecutive steps without an informative group
         self.capped_steps = 0  # consecutive steps where dynamic sampling hit its cap
 
@@ -69,9 +70,14 @@ class SignalWatch:
         ok = [t for t in trajs if not t.failed]
         rate = sum(bool(t.success) for t in ok) / max(1, len(ok))
         streak = f" (and in each of the last {self.silent_steps} steps)" if self.silent_steps > 1 else ""
-        fixes = ("a format reward that varies between episodes (rewards: [{name: success}, {name: format, "
-                 "weight: 0.1}]), a warm start on expert demonstrations (agentgym demos, then trainer.name: sft; "
-                 "see configs/textcraft-sft-rl.yaml)")
+        demos = ("a warm start on expert demonstrations (agentgym demos, then trainer.name: sft; see "
+                 "configs/textcraft-sft-rl.yaml)")
+        if "format" in self.rewards:  # it is there, and gave every episode of a group the same
+            fixes = (f"{demos}; the format reward this run has gave each group one value (every reply parsed, or "
+                     "none did), so it cannot tell episodes apart here")
+        else:
+            fixes = ("a format reward that varies between episodes (rewards: [{name: success}, {name: format, "
+                     "weight: 0.1}]), " + demos)
         fixes = fixes if dynamic else "dynamic sampling (trainer.dynamic_sampling=true), " + fixes
         return (f"step {step + 1}: in all {groups} task groups every episode got the same reward{streak} (success "
                 f"rate {100 * rate:.0f}%), so {self.algorithm}'s advantages are all 0 and the step trained nothing "

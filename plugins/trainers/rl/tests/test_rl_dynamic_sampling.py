@@ -50,6 +50,9 @@ def test_signal_watch_speaks_first_then_every_tenth_step():
     watch.signal()  # a step with signal starts the count again
     line = watch.no_signal(30, [], 4, dynamic=True)
     assert line and "trainer.dynamic_sampling=true" not in line  # already on: not suggested
+    assert "a format reward that varies" in line
+    has_format = SignalWatch("grpo", rewards=("success", "format")).no_signal(0, [], 4, dynamic=True)
+    assert "a format reward that varies" not in has_format and "the format reward this run has" in has_format
     capped = SignalWatch("grpo")
     said = [s for s in range(12) if capped.capped(s, 2, 1, 4, 0.0)]
     assert said == [2, 9]  # the third step in a row, then every tenth
