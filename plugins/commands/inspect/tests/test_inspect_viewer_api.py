@@ -126,3 +126,20 @@ def test_an_episode_scored_by_a_judge_shows_its_verdict(tmp_path, judge_episode)
         judged = httpx.get(url + "api/episode", params={"file": "trajectories/step_000001", "index": 0}).json()
         plain = httpx.get(url + "api/episode", params={"file": "trajectories/step_000001", "index": 1}).json()
     assert judged["judge"] == verdict and plain["judge"] is None
+
+
+def test_each_turn_shows_the_weights_version_that_sampled_it(tmp_path):
+    """An asynchronous run's episodes carry ``Turn.version``; a synchronous run's do not (shown as null)."""
+    run = write_sample_run(tmp_path / "async", steps=1, episodes_per_step=2, tokenizer=False)
+    path = run / "trajectories" / "step_000001.jsonl"
+    lines = path.read_text().splitlines()
+    episode = json.loads(lines[0])
+    for k, turn in enumerate(episode["turns"]):
+        turn["version"] = 3 + k  # a partial rollout: the weights changed between its turns
+    lines[0] = json.dumps(episode)
+    path.write_text("\n".join(lines) + "\n")
+    with BackgroundViewer(run) as url:
+        versioned = httpx.get(url + "api/episode", params={"file": "trajectories/step_000001", "index": 0}).json()
+        plain = httpx.get(url + "api/episode", params={"file": "trajectories/step_000001", "index": 1}).json()
+    assert [t["version"] for t in versioned["turns"]] == [3 + k for k in range(len(episode["turns"]))]
+    assert {t["version"] for t in plain["turns"]} == {None}

@@ -106,6 +106,7 @@ def episode_view(data: dict[str, Any], decoder: TokenDecoder | None) -> dict[str
             "action": turn.get("action"),
             "parse_error": turn.get("parse_error"),
             "finish_reason": turn.get("finish_reason") or "",
+            "version": turn.get("version"),  # the weights version that sampled it (asynchronous training)
             "observation": turn.get("observation", ""),
             "env_reward": turn.get("env_reward", 0.0),
             "reward": rewards[k] if k < len(rewards) else None,

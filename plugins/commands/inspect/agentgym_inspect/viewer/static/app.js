@@ -200,6 +200,7 @@ async function openEpisode(index) {
       t.parse_error ? el("span", { class: "error", text: `parse error: ${t.parse_error}` }) : null,
       t.finish_reason === "length" ? el("span", { class: "error", text: "reply cut at max_new_tokens" }) : null,
       t.done ? el("span", { text: "done" }) : null,
+      t.version != null ? el("span", { class: "muted", text: `sampled by weights v${t.version}` }) : null,
       el("span", { class: "muted", text: `${t.model_token_count} model + ${t.env_token_count} env tokens` }),
       t.context && t.context !== "the whole episode" ? el("span", { class: "muted", text: `saw: ${t.context}` }) : null);
     parts.push(el("div", { class: "turn", "data-turn": t.turn }, meta,
