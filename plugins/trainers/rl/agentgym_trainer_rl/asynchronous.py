@@ -220,7 +220,11 @@ def take_batch(trainer: Any, step: int) -> tuple[int, list, dict, dict[str, floa
     tc, cfg = trainer.settings, trainer.config
     if trainer.worker is None:
         dtype = torch.bfloat16 if trainer.bf16 else torch.float32
-        trainer.worker = RolloutWorker(trainer, engine_copy(trainer.module.lm, dtype), first=step,
+        model = engine_copy(trainer.module.lm, dtype)
+        device = cfg.engine.get("device")  # the worker's engine on a device of its own, when the config names one
+        if device:
+            model.to(device)
+        trainer.worker = RolloutWorker(trainer, model, first=step,
                                        total=trainer.total_steps(), version=step, pending=trainer.pending,
                                        cursor_state=trainer.cursor.state_dict())
         trainer.worker.start()
