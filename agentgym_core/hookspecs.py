@@ -129,6 +129,31 @@ def register_experts(registry: Any) -> None:
     """
 
 
+@hookspec
+def register_estimators(registry: Any) -> None:
+    """Register advantage estimators for the ``rl`` trainer (``trainer.algorithm``), from outside it.
+
+    :param registry: the estimators registry; ``registry.add("name", "pkg.module:function")`` where the
+        function carries ``@agentgym_trainer_rl.registry.estimator("name", ...)`` (its properties: grouped,
+        needs a critic, default loss aggregation) and maps ``(batch, EstimatorOptions, all_reduce)`` to
+        ``(advantages [B, L], returns or None)``. The trainer's own estimators are declared the same way.
+    Fires once when the plugin manager is built. Returns nothing. The module is imported when a config
+    is checked: keep torch out of its module level (import it in the function).
+    """
+
+
+@hookspec
+def register_policy_losses(registry: Any) -> None:
+    """Register policy losses for the ``rl`` trainer (``trainer.policy_loss``), from outside it.
+
+    :param registry: the policy losses registry; ``registry.add("name", "pkg.module:function")`` where the
+        function carries ``@agentgym_trainer_rl.registry.policy_loss("name", ...)`` and maps
+        ``(logprobs, old_logprobs, advantages, mask, clip_low, clip_high)`` to per-token
+        ``(loss [B, L], clipped flags [B, L])``.
+    Fires once when the plugin manager is built. Returns nothing. Imported when a config is checked.
+    """
+
+
 # -- lifecycle (loggers and callbacks) ----------------------------------------------------
 @hookspec
 def on_run_start(run_dir: str, config: Any, main: bool) -> None:

@@ -34,6 +34,8 @@ PLUGIN_KINDS = (
     PluginKind("contexts", "context policy", "register_context_policies"),
     PluginKind("commands", "command", "register_commands"),
     PluginKind("experts", "expert", "register_experts"),
+    PluginKind("estimators", "advantage estimator", "register_estimators"),
+    PluginKind("policy_losses", "policy loss", "register_policy_losses"),
 )
 
 #: The registry names, in table order.

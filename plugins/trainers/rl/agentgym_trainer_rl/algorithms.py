@@ -1,22 +1,26 @@
 """Advantage estimators: plain functions of a :class:`~.batch.Batch` -> per-token advantages.
 
 The update loop only ever sees ``batch.advantages`` (and ``batch.returns`` for a value
-head); adding an algorithm means adding a function here and an entry in :mod:`.registry`.
-Recursions run over *generated* tokens only, skipping observation tokens, so the reward of
-a turn (placed on its last generated token) is never multiplied away by the loss mask.
+head); adding an algorithm means adding a function with ``@estimator(...)`` on it
+(:mod:`.registry`; a package of your own registers its module through a hook). Recursions run
+over *generated* tokens only, skipping observation tokens, so the reward of a turn (placed on
+its last generated token) is never multiplied away by the loss mask. Torch is imported in the
+functions, so that declaring them (checking a config) costs no torch.
 """
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
-from typing import Any, Callable, Optional
+from typing import TYPE_CHECKING, Any, Callable, Optional
 
-import torch
+from .registry import ESTIMATORS, estimator
 
-from .batch import Batch
-from .registry import ESTIMATORS, Estimator
+if TYPE_CHECKING:
+    import torch
+
+    from .batch import Batch
 
 #: ``all_reduce(tensor)`` summing over processes in place (None: single process).
-AllReduce = Optional[Callable[[torch.Tensor], torch.Tensor]]
+AllReduce = Optional[Callable[["torch.Tensor"], "torch.Tensor"]]
 
 
 @dataclass(frozen=True)
@@ -39,6 +43,8 @@ class EstimatorOptions:
 
 def masked_whiten(x: torch.Tensor, mask: torch.Tensor, eps: float = 1e-6, all_reduce: AllReduce = None) -> torch.Tensor:
     """(x - mean) / std over the tokens where *mask* is 1 (across processes when given)."""
+    import torch
+
     stats = torch.stack([(x * mask).sum(), (x * x * mask).sum(), mask.sum()]).double()
     if all_reduce is not None:
         all_reduce(stats)
@@ -59,6 +65,34 @@ def _broadcast(per_episode: torch.Tensor, batch: Batch) -> torch.Tensor:
     return per_episode[:, None] * batch.loss_mask
 
 
+@estimator("ppo", "value head + GAE (Schulman et al. 2016), whitened over the batch", aliases=("gae",),
+           needs_critic=True, methods=("PPO",))
+def gae(batch: Batch, opt: EstimatorOptions, all_reduce: AllReduce = None) -> tuple[torch.Tensor, torch.Tensor]:
+    """GAE (Schulman et al. 2016, eq. 16) with the value head's V on generated tokens.
+
+    delta_t = r_t + gamma V_next - V_t and A_t = delta_t + gamma lambda A_next, where "next"
+    is the next *generated* token (the observation in between is part of the transition).
+    """
+    import torch
+
+    if batch.values is None:
+        raise ValueError("GAE needs batch.values from a value head")
+    mask, values, rewards = batch.loss_mask, batch.values * batch.loss_mask, batch.token_rewards
+    adv = torch.zeros_like(rewards)
+    last = torch.zeros(rewards.shape[0], dtype=rewards.dtype)
+    next_value = torch.zeros_like(last)
+    for t in range(rewards.shape[1] - 1, -1, -1):
+        m = mask[:, t] > 0
+        delta = rewards[:, t] + opt.gamma * next_value - values[:, t]
+        last = torch.where(m, delta + opt.gamma * opt.lam * last, last)
+        next_value = torch.where(m, values[:, t], next_value)
+        adv[:, t] = torch.where(m, last, torch.zeros_like(last))
+    returns = (adv + values) * mask
+    if opt.whiten:
+        adv = masked_whiten(adv, mask, opt.eps, all_reduce)
+    return adv, returns
+
+
 # -- group estimators: GRPO, Dr. GRPO, RLOO, REINFORCE++-baseline -----------------------------------
 #
 # Each compares the episodes of a task group. A failed episode (env error) is in no group's
@@ -68,6 +102,8 @@ def _broadcast(per_episode: torch.Tensor, batch: Batch) -> torch.Tensor:
 
 def groups(batch: Batch) -> list[tuple[torch.Tensor, torch.Tensor]]:
     """Each task group's rows as boolean masks ``[B]``: (all its rows, its usable rows)."""
+    import torch
+
     ok = ~batch.failed if batch.failed is not None else torch.ones(len(batch), dtype=torch.bool)
     out = []
     for g in batch.group_ids.unique():
@@ -87,6 +123,8 @@ def turn_returns(batch: Batch, gamma: float) -> tuple[torch.Tensor, torch.Tensor
     r_j is the sum of the token rewards on turn j's generated tokens (its outcome and shaping
     rewards; per-token KL in kl_mode reward). Discounting counts turns, not tokens.
     """
+    import torch
+
     if batch.turn_ids is None:
         raise ValueError("turn-level credit needs batch.turn_ids (build_batch fills it)")
     ids, mask = batch.turn_ids, batch.loss_mask > 0
@@ -114,6 +152,8 @@ def _group_estimate(batch: Batch, opt: EstimatorOptions, baseline: Callable[[tor
     ``turn`` credit: turn k's return compared with the returns at turn k of the group's episodes that
     reached it (a turn index that only one of them reached has no baseline: 0).
     """
+    import torch
+
     if opt.credit == "turn":
         values, present = turn_returns(batch, opt.gamma)
     else:
@@ -136,6 +176,7 @@ def _group_estimate(batch: Batch, opt: EstimatorOptions, baseline: Callable[[tor
     return adv.gather(1, ids) * mask, compared.float().gather(1, ids) * mask
 
 
+@estimator("grpo", "R − group mean, divided by the group's std (Shao et al. 2024)", grouped=True, methods=("GRPO",))
 def grpo(batch: Batch, opt: EstimatorOptions, all_reduce: AllReduce = None) -> tuple[torch.Tensor, None]:
     """GRPO (Shao et al. 2024, eq. 3): A_i = (R_i - mean(R_group)) / (std(R_group) + eps), every token.
 
@@ -149,12 +190,15 @@ def grpo(batch: Batch, opt: EstimatorOptions, all_reduce: AllReduce = None) -> t
     return _group_estimate(batch, opt, baseline)[0], None
 
 
+@estimator("dr_grpo", "R − group mean, no std, summed over tokens (Liu et al. 2025)", grouped=True,
+           loss_agg="seq-mean-token-sum", methods=("Dr-GRPO",))
 def dr_grpo(batch: Batch, opt: EstimatorOptions, all_reduce: AllReduce = None) -> tuple[torch.Tensor, None]:
     """Dr. GRPO (Liu et al. 2025, eq. 3): A_i = R_i - mean(R_group), never divided by the std.
     The other half of Dr. GRPO, no 1/|o_i|, is its loss aggregation (seq-mean-token-sum)."""
     return grpo(batch, replace(opt, norm_std=False), all_reduce)
 
 
+@estimator("rloo", "R − mean of the group's other episodes (Ahmadian et al. 2024)", grouped=True, methods=("RLOO",))
 def rloo(batch: Batch, opt: EstimatorOptions, all_reduce: AllReduce = None) -> tuple[torch.Tensor, None]:
     """RLOO (Ahmadian et al. 2024, eq. 6): A_i = R_i - mean of the *other* episodes of its group."""
 
@@ -164,17 +208,10 @@ def rloo(batch: Batch, opt: EstimatorOptions, all_reduce: AllReduce = None) -> t
     return _group_estimate(batch, opt, baseline)[0], None
 
 
-def reinforce_pp_baseline(batch: Batch, opt: EstimatorOptions, all_reduce: AllReduce = None) -> tuple[torch.Tensor, None]:
-    """REINFORCE++-baseline (Hu 2025, eq. 9): A_i = R_i - mean(R_group), then whitened over the batch's
-    tokens (those with a comparison; a lone episode stays at 0)."""
-    adv, compared = _group_estimate(batch, opt, lambda group: group - group.mean())
-    if opt.whiten:
-        adv = masked_whiten(adv, compared, opt.eps, all_reduce)
-    return adv, None
-
-
 def discounted_returns(rewards: torch.Tensor, mask: torch.Tensor, gamma: float) -> torch.Tensor:
     """G_t = r_t + gamma * G_next over generated tokens only (masked tokens are skipped, not zeroed)."""
+    import torch
+
     out = torch.zeros_like(rewards)
     running = torch.zeros(rewards.shape[0], dtype=rewards.dtype)
     for t in range(rewards.shape[1] - 1, -1, -1):
@@ -184,6 +221,8 @@ def discounted_returns(rewards: torch.Tensor, mask: torch.Tensor, gamma: float) 
     return out
 
 
+@estimator("reinforce_pp", "discounted token returns, whitened over the batch (Hu 2025)",
+           methods=("REINFORCE++", "REINFORCE++2"))  # REINFORCE++2: a spelling the seed API took, kept
 def reinforce_pp(batch: Batch, opt: EstimatorOptions, all_reduce: AllReduce = None) -> tuple[torch.Tensor, torch.Tensor]:
     """REINFORCE++ (Hu 2025): discounted token returns, whitened over the whole batch."""
     returns = discounted_returns(batch.token_rewards, batch.loss_mask, opt.gamma)
@@ -191,29 +230,16 @@ def reinforce_pp(batch: Batch, opt: EstimatorOptions, all_reduce: AllReduce = No
     return adv, returns
 
 
-def gae(batch: Batch, opt: EstimatorOptions, all_reduce: AllReduce = None) -> tuple[torch.Tensor, torch.Tensor]:
-    """GAE (Schulman et al. 2016, eq. 16) with the value head's V on generated tokens.
-
-    delta_t = r_t + gamma V_next - V_t and A_t = delta_t + gamma lambda A_next, where "next"
-    is the next *generated* token (the observation in between is part of the transition).
-    """
-    if batch.values is None:
-        raise ValueError("GAE needs batch.values from a value head")
-    mask, values, rewards = batch.loss_mask, batch.values * batch.loss_mask, batch.token_rewards
-    adv = torch.zeros_like(rewards)
-    last = torch.zeros(rewards.shape[0], dtype=rewards.dtype)
-    next_value = torch.zeros_like(last)
-    for t in range(rewards.shape[1] - 1, -1, -1):
-        m = mask[:, t] > 0
-        delta = rewards[:, t] + opt.gamma * next_value - values[:, t]
-        last = torch.where(m, delta + opt.gamma * opt.lam * last, last)
-        next_value = torch.where(m, values[:, t], next_value)
-        adv[:, t] = torch.where(m, last, torch.zeros_like(last))
-    returns = (adv + values) * mask
+@estimator("reinforce_pp_baseline", "R − group mean, whitened over the batch (Hu 2025)", grouped=True,
+           methods=("REINFORCE++-baseline",))
+def reinforce_pp_baseline(batch: Batch, opt: EstimatorOptions, all_reduce: AllReduce = None) -> tuple[torch.Tensor, None]:
+    """REINFORCE++-baseline (Hu 2025, eq. 9): A_i = R_i - mean(R_group), then whitened over the batch's
+    tokens (those with a comparison; a lone episode stays at 0)."""
+    adv, compared = _group_estimate(batch, opt, lambda group: group - group.mean())
     if opt.whiten:
-        adv = masked_whiten(adv, mask, opt.eps, all_reduce)
-    return adv, returns
+        adv = masked_whiten(adv, compared, opt.eps, all_reduce)
+    return adv, None
 
 
-#: Every name ``trainer.algorithm`` accepts -> its :class:`~.registry.Estimator` (declared in :mod:`.registry`).
-ALGORITHMS: dict[str, Estimator] = {name: ESTIMATORS.get(name) for name in ESTIMATORS.names()}
+#: :data:`.registry.ESTIMATORS` by its older name (``agentgym_trainer_rl.ALGORITHMS``): one table.
+ALGORITHMS = ESTIMATORS

@@ -1,11 +1,17 @@
-"""Per-token loss terms and their aggregation (all tensors ``[B, L]``, masked by ``mask``)."""
+"""Per-token loss terms and their aggregation (all tensors ``[B, L]``, masked by ``mask``).
+
+A policy loss is a function with ``@policy_loss(...)`` on it (:mod:`.registry`). Torch is imported in
+the functions, so that declaring them (checking a config) costs no torch.
+"""
 from __future__ import annotations
 
-from typing import Optional
-
-import torch
+from typing import TYPE_CHECKING, Optional
 
 from .config import KL_ESTIMATORS, LOSS_AGGS
+from .registry import policy_loss
+
+if TYPE_CHECKING:
+    import torch
 
 
 def kl_estimate(logprobs: torch.Tensor, ref_logprobs: torch.Tensor, kind: str, clamp: Optional[float] = None) -> torch.Tensor:
@@ -16,6 +22,8 @@ def kl_estimate(logprobs: torch.Tensor, ref_logprobs: torch.Tensor, kind: str, c
     (unbiased, non-negative, low variance); ``abs`` = |log r|. *clamp* bounds the estimate to
     [-clamp, clamp] (verl bounds k3 at 10: without it exp grows the penalty without limit).
     """
+    import torch
+
     diff = ref_logprobs - logprobs  # log r
     kind = KL_ESTIMATORS.get(kind, kind)
     if kind == "k1":
@@ -35,12 +43,15 @@ def clipped_policy_loss(
     logprobs: torch.Tensor, old_logprobs: torch.Tensor, advantages: torch.Tensor, clip_low: float, clip_high: float
 ) -> tuple[torch.Tensor, torch.Tensor]:
     """PPO clipped surrogate (Schulman et al. 2017, eq. 7), as a per-token loss; and clipped flags."""
+    import torch
+
     ratio = torch.exp((logprobs - old_logprobs).clamp(-20, 20))
     unclipped = -advantages * ratio
     clipped = -advantages * ratio.clamp(1 - clip_low, 1 + clip_high)
     return torch.maximum(unclipped, clipped), (clipped > unclipped).float()
 
 
+@policy_loss("ppo", "clipped surrogate on each token's ratio (Schulman et al. 2017)")
 def ppo_policy_loss(
     logprobs: torch.Tensor, old_logprobs: torch.Tensor, advantages: torch.Tensor, mask: torch.Tensor,
     clip_low: float, clip_high: float,
@@ -50,6 +61,8 @@ def ppo_policy_loss(
     return clipped_policy_loss(logprobs, old_logprobs, advantages, clip_low, clip_high)
 
 
+@policy_loss("gspo", "clipped surrogate on the episode's sequence ratio (Zheng et al. 2025)",
+             loss_agg="seq-mean-token-mean")
 def gspo_policy_loss(
     logprobs: torch.Tensor, old_logprobs: torch.Tensor, advantages: torch.Tensor, mask: torch.Tensor,
     clip_low: float, clip_high: float,
@@ -60,6 +73,8 @@ def gspo_policy_loss(
     Per token s_i,t = sg[s_i] * pi_t / sg[pi_t]: its value is s_i and its gradient s_i * grad log pi_t,
     so a seq-mean-token-mean aggregation gives eq. 7's gradient. log s_i,t is capped at 10 (as verl).
     """
+    import torch
+
     lengths = mask.sum(dim=1).clamp(min=1.0)
     log_seq = ((logprobs - old_logprobs) * mask).sum(dim=1) / lengths
     log_ratio = (logprobs - logprobs.detach() + log_seq.detach()[:, None]).clamp(max=10.0)
@@ -73,6 +88,8 @@ def dual_clip(pg: torch.Tensor, advantages: torch.Tensor, clip_c: float) -> tupl
     """Dual-clip PPO (Ye et al. 2020, eq. 5): where A < 0 the loss is at most -A * clip_c, so a
     ratio far above 1 (a stale or off-policy sample) cannot push a token down without bound.
     Returns the loss and where the second clip applied."""
+    import torch
+
     bound = -advantages * clip_c
     lower = (advantages < 0) & (pg > bound)
     return torch.where(advantages < 0, torch.minimum(pg, bound), pg), lower.float()
@@ -80,6 +97,8 @@ def dual_clip(pg: torch.Tensor, advantages: torch.Tensor, clip_c: float) -> tupl
 
 def value_loss(values: torch.Tensor, old_values: torch.Tensor, returns: torch.Tensor, clip: float) -> torch.Tensor:
     """0.5 * max((V - R)^2, (V_clipped - R)^2) per token (value clipping as in PPO2)."""
+    import torch
+
     v_clipped = old_values + (values - old_values).clamp(-clip, clip)
     return 0.5 * torch.maximum((values - returns) ** 2, (v_clipped - returns) ** 2)
 

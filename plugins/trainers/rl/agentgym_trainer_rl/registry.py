@@ -1,10 +1,14 @@
-"""Each advantage estimator and each policy loss of the ``rl`` trainer, declared once.
+"""Each advantage estimator and each policy loss of the ``rl`` trainer, declared once, next to its function.
 
-Config validation (with "did you mean"), the default loss aggregation, the functions the updater
-calls, the ``method=`` names of the seed-style API and the table in docs/training.md all read
-these entries (as verl's ``register_adv_est`` / ``get_policy_loss_fn``); adding an estimator or a
-loss is one function and one entry here. Torch-free: a function is an import string, imported on
-first use, so that loading a config imports no torch.
+``@estimator(name, description, grouped=..., ...)`` on a function of :mod:`.algorithms` (or of any
+package) declares it, as verl's ``register_adv_est`` does; ``@policy_loss(...)`` likewise for
+:mod:`.losses`. A package outside the trainer makes its module known through the
+``register_estimators`` / ``register_policy_losses`` hooks (``registry.add(name, "pkg.mod:function")``),
+so it is found without being named here (docs/training.md, "Your own estimator"). Config validation
+(with "did you mean"), the default loss aggregation, the functions the updater calls, the ``method=``
+names of the seed-style API and the table in docs/training.md all read :data:`ESTIMATORS` and
+:data:`POLICY_LOSSES`. The declaring modules import no torch at load (their functions import it), so
+checking a config stays torch-free.
 """
 from __future__ import annotations
 
@@ -55,8 +59,7 @@ class Estimator:
         return _load(self.function)
 
     @property
-    def needs_value(self) -> bool:
-        """The older name of :attr:`needs_critic`."""
+    def needs_value(self) -> bool:  # the updater's older spelling, until it reads needs_critic
         return self.needs_critic
 
 
@@ -83,17 +86,24 @@ class PolicyLoss:
 
 
 E = TypeVar("E", Estimator, PolicyLoss)
+F = TypeVar("F", bound=Callable[..., Any])
 
 
-class Registry(Generic[E]):
-    """Entries by name and alias, in the order they were added; a name is taken once."""
+class Entries(Generic[E]):
+    """Entries by name and alias, in the order they were declared; a name is taken once. The declaring
+    modules are imported on the first lookup: *modules* (this package's), then the functions plugins
+    register as plugin kind *plugin_kind* (``register_estimators`` / ``register_policy_losses``)."""
 
-    def __init__(self, kind: str, key: str) -> None:
-        self.kind, self.key = kind, key  # e.g. "estimator", "trainer.algorithm"
+    def __init__(self, kind: str, key: str, decorator: str, modules: tuple[str, ...], plugin_kind: str) -> None:
+        self.kind, self.key, self.decorator = kind, key, decorator  # e.g. "estimator", "trainer.algorithm"
+        self.modules, self.plugin_kind = modules, plugin_kind
         self._entries: list[E] = []
         self._by_name: dict[str, E] = {}
+        self._loaded = False
 
     def add(self, entry: E) -> E:
+        if self._by_name.get(entry.name) == entry:  # its module imported again
+            return entry
         for name in entry.names:
             if name in self._by_name:
                 raise ValueError(f"{self.kind} name {name!r} is registered twice")
@@ -101,51 +111,82 @@ class Registry(Generic[E]):
         self._entries.append(entry)
         return entry
 
+    def _load(self) -> None:
+        if self._loaded:
+            return
+        self._loaded = True
+        for module in self.modules:
+            import_module(module)
+        from agentgym_core import get_plugin_manager
+
+        for plugged in get_plugin_manager().registry(self.plugin_kind).in_order():
+            plugged.load()  # its module declares it
+            if plugged.name not in self._by_name:
+                raise ValueError(
+                    f"plugin {plugged.plugin!r} registered the {self.kind} {plugged.name!r} at {plugged.target!r}, "
+                    f"which is not declared there: put @{self.decorator}({plugged.name!r}, ...) on that function")
+
     def __iter__(self) -> Iterator[E]:
+        self._load()
         return iter(self._entries)
 
     def __contains__(self, name: object) -> bool:
+        self._load()
         return name in self._by_name
+
+    def __getitem__(self, name: str) -> E:
+        return self.get(name)
 
     def names(self) -> tuple[str, ...]:
         """Every accepted name, each entry's name before its aliases."""
+        self._load()
         return tuple(self._by_name)
 
     def get(self, name: str) -> E:
         """The entry named *name*; an unknown name fails naming the registered ones and the closest."""
+        self._load()
         if name not in self._by_name:
             raise ValueError(f"{self.key} must be one of {', '.join(self._by_name)}, got {name!r}."
                              f"{did_you_mean(name, self._by_name)}")
         return self._by_name[name]
 
 
-ESTIMATORS: Registry[Estimator] = Registry("estimator", "trainer.algorithm")
-ESTIMATORS.add(Estimator(
-    "ppo", "agentgym_trainer_rl.algorithms:gae", "value head + GAE (Schulman et al. 2016), whitened over the batch",
-    aliases=("gae",), needs_critic=True, methods=("PPO",)))
-ESTIMATORS.add(Estimator(
-    "grpo", "agentgym_trainer_rl.algorithms:grpo", "R − group mean, divided by the group's std (Shao et al. 2024)",
-    grouped=True, methods=("GRPO",)))
-ESTIMATORS.add(Estimator(
-    "dr_grpo", "agentgym_trainer_rl.algorithms:dr_grpo", "R − group mean, no std, summed over tokens (Liu et al. 2025)",
-    grouped=True, loss_agg="seq-mean-token-sum", methods=("Dr-GRPO",)))
-ESTIMATORS.add(Estimator(
-    "rloo", "agentgym_trainer_rl.algorithms:rloo", "R − mean of the group's other episodes (Ahmadian et al. 2024)",
-    grouped=True, methods=("RLOO",)))
-ESTIMATORS.add(Estimator(
-    "reinforce_pp", "agentgym_trainer_rl.algorithms:reinforce_pp",
-    "discounted token returns, whitened over the batch (Hu 2025)",
-    methods=("REINFORCE++", "REINFORCE++2")))  # REINFORCE++2: a spelling the seed API took, kept
-ESTIMATORS.add(Estimator(
-    "reinforce_pp_baseline", "agentgym_trainer_rl.algorithms:reinforce_pp_baseline",
-    "R − group mean, whitened over the batch (Hu 2025)", grouped=True, methods=("REINFORCE++-baseline",)))
+#: Every advantage estimator ``trainer.algorithm`` may name.
+ESTIMATORS: Entries[Estimator] = Entries("advantage estimator", "trainer.algorithm", "estimator",
+                                         ("agentgym_trainer_rl.algorithms",), "estimators")
+#: Every policy loss ``trainer.policy_loss`` may name.
+POLICY_LOSSES: Entries[PolicyLoss] = Entries("policy loss", "trainer.policy_loss", "policy_loss",
+                                             ("agentgym_trainer_rl.losses",), "policy_losses")
 
-POLICY_LOSSES: Registry[PolicyLoss] = Registry("policy loss", "trainer.policy_loss")
-POLICY_LOSSES.add(PolicyLoss(
-    "ppo", "agentgym_trainer_rl.losses:ppo_policy_loss", "clipped surrogate on each token's ratio (Schulman et al. 2017)"))
-POLICY_LOSSES.add(PolicyLoss(
-    "gspo", "agentgym_trainer_rl.losses:gspo_policy_loss",
-    "clipped surrogate on the episode's sequence ratio (Zheng et al. 2025)", loss_agg="seq-mean-token-mean"))
+
+def _first_line(function: Callable[..., Any]) -> str:
+    return (function.__doc__ or "").strip().splitlines()[0] if function.__doc__ else ""
+
+
+def estimator(name: str, description: str = "", *, aliases: tuple[str, ...] = (), grouped: bool = False,
+              needs_critic: bool = False, loss_agg: Optional[str] = None,
+              methods: tuple[str, ...] = ()) -> Callable[[F], F]:
+    """Declare the decorated ``(batch, EstimatorOptions, all_reduce) -> (advantages, returns or None)``
+    function as advantage estimator *name* (fields as :class:`Estimator`'s; *description*: its
+    docstring's first line when not given)."""
+    def declare(function: F) -> F:
+        ESTIMATORS.add(Estimator(name, f"{function.__module__}:{function.__qualname__}",
+                                 description or _first_line(function), aliases=aliases, grouped=grouped,
+                                 needs_critic=needs_critic, loss_agg=loss_agg, methods=methods))
+        return function
+
+    return declare
+
+
+def policy_loss(name: str, description: str = "", *, aliases: tuple[str, ...] = (),
+                loss_agg: Optional[str] = None) -> Callable[[F], F]:
+    """Declare the decorated per-token loss function (see :class:`PolicyLoss`) as policy loss *name*."""
+    def declare(function: F) -> F:
+        POLICY_LOSSES.add(PolicyLoss(name, f"{function.__module__}:{function.__qualname__}",
+                                     description or _first_line(function), aliases=aliases, loss_agg=loss_agg))
+        return function
+
+    return declare
 
 
 def grouped_names() -> tuple[str, ...]:

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from agentgym_trainer_rl.config import RLConfig, effective_loss_agg
-from agentgym_trainer_rl.registry import ESTIMATORS, POLICY_LOSSES, Estimator, Registry, docs_table
+from agentgym_trainer_rl.registry import ESTIMATORS, POLICY_LOSSES, Entries, Estimator, docs_table
 
 sys.path.insert(0, str(Path(__file__).parent))  # the tiny update of test_rl_update_options
 DOCS = Path(__file__).resolve().parents[4] / "docs" / "training.md"
@@ -27,12 +27,14 @@ def test_names_aliases_and_properties():
     assert ESTIMATORS.names() == ("ppo", "gae", "grpo", "dr_grpo", "rloo", "reinforce_pp", "reinforce_pp_baseline")
     assert ESTIMATORS.get("gae") is ESTIMATORS.get("ppo") and ESTIMATORS.get("ppo").needs_critic
     assert [e.name for e in ESTIMATORS if e.grouped] == ["grpo", "dr_grpo", "rloo", "reinforce_pp_baseline"]
+    assert ESTIMATORS.get("grpo").function == "agentgym_trainer_rl.algorithms:grpo"  # declared on the function
     assert POLICY_LOSSES.names() == ("ppo", "gspo")
     for entry in (*ESTIMATORS, *POLICY_LOSSES):
         assert entry.loss_agg in (None, "token-mean", "seq-mean-token-mean", "seq-mean-token-sum")
         assert entry.description
     with pytest.raises(ValueError, match="registered twice"):
-        Registry("estimator", "trainer.algorithm").add(Estimator("a", "m:f", "x", aliases=("a",)))
+        Entries("estimator", "trainer.algorithm", "estimator", (), "estimators").add(
+            Estimator("a", "m:f", "x", aliases=("a",)))
 
 
 def test_functions_resolve():
