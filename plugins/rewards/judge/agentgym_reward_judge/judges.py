@@ -21,6 +21,8 @@ from typing import Any, Dict, Optional
 from agentgym_core.errors import AgentGymError, ConfigError
 
 KINDS = ("openai", "engine")
+#: The model of a local judge (``kind: engine``) whose ``model`` is unset.
+BUNDLED_JUDGE = "smollm2-135m-instruct"
 
 
 class JudgeError(AgentGymError):
@@ -39,7 +41,8 @@ class JudgeSettings:
     kind: str = "openai"
     #: The endpoint's base URL, with its ``/v1`` (``http://127.0.0.1:8000/v1``); ``kind: openai`` only.
     url: Optional[str] = None
-    #: The model: the endpoint's model name, or (``kind: engine``) a model folder or alias.
+    #: The model: the endpoint's model name, or (``kind: engine``) a model folder or alias (unset: the bundled
+    #: ``smollm2-135m-instruct``, enough to try the plumbing, not to judge well).
     model: str = ""
     #: The environment variable holding the API key (unset: no key sent).
     api_key_env: str = "OPENAI_API_KEY"
@@ -93,9 +96,10 @@ class JudgeSettings:
         if self.kind == "openai" and not self.url:
             raise ConfigError("judge.url is not set: give the OpenAI-compatible endpoint's base URL, e.g. "
                               "judge: {url: 'http://127.0.0.1:8000/v1', model: NAME} (or judge.kind: engine)")
-        if not self.model and (self.kind == "openai" or isinstance(self.engine, str)):
-            what = "the endpoint's model name" if self.kind == "openai" else "a model folder or alias (smollm2-135m-instruct)"
-            raise ConfigError(f"judge.model is not set: give {what}")
+        if not self.model and self.kind == "openai":
+            raise ConfigError("judge.model is not set: give the endpoint's model name")
+        if not self.model and isinstance(self.engine, str):
+            self.model = BUNDLED_JUDGE
 
 
 @dataclass
