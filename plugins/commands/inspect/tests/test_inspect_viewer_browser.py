@@ -116,14 +116,15 @@ def test_an_episode_page_shows_the_judges_verdict_and_raw_answer(tmp_path, brows
     judge_episode(run, index=1, verdict=failure)
     with BackgroundViewer(run) as url:
         browser.get(url + "#file=trajectories/step_000001&ep=0")
-        block = _wait(browser, lambda d: d.find_elements(By.CSS_SELECTOR, "#episode .judge"))[0]
+        _wait(browser, lambda d: "Judge (satisfaction)" in d.find_element(By.ID, "episode").text)
+        block = browser.find_element(By.CSS_SELECTOR, "#episode .judge")
         assert "Judge (satisfaction)" in block.text and "score 4 → reward 0.75" in block.text
         assert block.find_element(By.CSS_SELECTOR, "pre.raw").text == verdict["raw"]
         ARTIFACTS.mkdir(exist_ok=True)
         browser.save_screenshot(str(ARTIFACTS / "viewer_judge.png"))
         browser.find_element(By.CSS_SELECTOR, "#episodes tbody tr[data-index='1']").click()
-        block = _wait(browser, lambda d: [b for b in d.find_elements(By.CSS_SELECTOR, "#episode .judge")
-                                          if "parse failure" in b.text])[0]
+        _wait(browser, lambda d: "parse failure" in d.find_element(By.ID, "episode").text)  # the pane, re-rendered
+        block = browser.find_element(By.CSS_SELECTOR, "#episode .judge")
         assert "cached" in block.text and "reward 0.00" in block.text
         assert block.find_element(By.CSS_SELECTOR, "pre.raw").text == failure["raw"]  # as text, never as HTML
         browser.find_element(By.CSS_SELECTOR, "#episodes tbody tr[data-index='2']").click()
