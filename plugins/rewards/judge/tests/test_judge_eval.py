@@ -133,20 +133,22 @@ def test_agentgym_compare_draws_the_judged_scores(judge_server, kit, tmp_path):
 def test_closing_the_run_parts_closes_the_judge(judge_server, kit):
     """RunParts.aclose (the end of a training run, `agentgym eval`, `agentgym rollout`) closes the rewards: the judge's
     connections and its event-loop thread end; a later verdict opens them again."""
-    def judge_threads():
-        return [t for t in threading.enumerate() if t.name == "agentgym-judge"]
+    def judge_threads():  # (other tests' judges may be ending theirs meanwhile: only new ones count)
+        return {t for t in threading.enumerate() if t.name == "agentgym-judge"}
 
-    before = len(judge_threads())
+    before = judge_threads()
     r = JudgeReward(judge=kit.settings(judge_server))
     parts = RunParts(pool=None, env=None, rewards=[(r, 1.0)])
     parts.score([kit.episode("x")])
-    assert len(judge_threads()) == before + 1 and r.judge._client is not None
+    (mine,) = judge_threads() - before
+    assert mine.is_alive() and r.judge._client is not None
     asyncio.run(parts.aclose())
-    assert len(judge_threads()) == before and r.judge._client is None
+    assert not mine.is_alive() and r.judge._client is None
     assert r(kit.episode("y")) == [0.5] and len(judge_server.requests) == 2  # usable again
+    (again,) = judge_threads() - before
     r.close()
     r.close()  # twice is harmless
-    assert len(judge_threads()) == before
+    assert not again.is_alive()
 
 
 @pytest.mark.slow
