@@ -71,6 +71,11 @@ class RLTrainer(Trainer):
         if episodes // self.world < tc.mini_batches * tc.grad_accum:
             raise ConfigError(f"each process gets {episodes // self.world} episodes per step, fewer than "
                               f"trainer.mini_batches * trainer.grad_accum = {tc.mini_batches * tc.grad_accum}")
+        if tc.max_staleness and cfg.engine.name != "hf":
+            raise ConfigError(f"trainer.max_staleness > 0 gives the rollout worker its own copy of the policy in an hf "
+                              f"engine; engine.name={cfg.engine.name!r} would load its weights from the model path, "
+                              "which the asynchronous trainer does not do yet: use engine.name=hf, or "
+                              "trainer.max_staleness=0")
         if tc.dynamic_sampling and self.world > 1:
             raise ConfigError("trainer.dynamic_sampling runs in one process for now (each process would refill its "
                               "own groups and the step sizes would differ): train with --num-processes 1 or "

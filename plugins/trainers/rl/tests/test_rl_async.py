@@ -195,3 +195,18 @@ def test_the_pipelined_mode_reproduces_itself_bit_for_bit_and_across_kill_9(tmp_
     sa = json.loads((runs / "first" / "checkpoints" / "step_000005" / "trainer_state.json").read_text())
     sc = json.loads((runs / "killed" / "checkpoints" / "step_000005" / "trainer_state.json").read_text())
     assert sa["param_sha256"] == sc["param_sha256"], "weights after the resumed run differ"
+
+
+def test_asynchronous_settings_are_checked_and_the_behaviour_weight_is_on_by_default():
+    from agentgym_trainer_rl.config import RLConfig
+
+    assert RLConfig().tis_cap is None and RLConfig(max_staleness=0).tis_cap is None  # synchronous: as it was
+    assert RLConfig(max_staleness=2).tis_cap == 2.0 and RLConfig(max_staleness=2, tis_cap=1.5).tis_cap == 1.5
+    with pytest.raises(ValueError, match="dynamic_sampling=false"):
+        RLConfig(max_staleness=1, dynamic_sampling=True)
+    with pytest.raises(ValueError, match="strategy=ddp"):
+        RLConfig(max_staleness=1, strategy="fsdp")
+    with pytest.raises(ValueError, match="async_mode must be one of pipelined, async, got 'asynch'"):
+        RLConfig(max_staleness=1, async_mode="asynch")
+    with pytest.raises(ValueError, match="max_staleness"):
+        RLConfig(max_staleness=-1)
