@@ -4,7 +4,9 @@ test and OOD tasks; ``bench/service_loopholes.py`` runs the same loopholes over 
 - the simulated user never states a value the policy derives (an owner after a rule, a slot, an
   allocation, dependency ids, a shift, an answer), however it is probed;
 - an agent that confirms vaguely and writes what the user says, or refuses first and complies after,
-  wins nothing, under the 0/1 reward and the graded one.
+  wins nothing, under the 0/1 reward and the graded one;
+- a refusal resolves a forbidden request only when it gives the reason the policy forbids it (the rule, which the
+  written policy names), not when it gives none or lists every rule; the user never says the reason itself.
 """
 from __future__ import annotations
 
@@ -94,3 +96,46 @@ def test_authentication_takes_only_the_users_own_details():
         if tried == 5:
             break
     assert tried == 5
+
+
+@pytest.mark.parametrize("name", ENVS)
+def test_every_reason_is_in_the_policy_and_the_user_never_gives_it(name):
+    from agentgym_service import text
+    from agentgym_service.goal import reason_leaks
+
+    env = make(name)
+    policy = text.flat(env.policy)
+    assert [r for r, phrases in env.lexicon.reasons.items() if not any(text.has(policy, text.flat(p)) for p in phrases)] == []
+    declared, leaks = set(), []
+    for split in ("test", "ood"):
+        for task_id in env.splits()[split]:
+            env.reset(task_id=task_id)
+            declared |= {r for q in env.task.goal.requests if q.forbidden for r in q.reasons}
+            leaks += reason_leaks(env.task.goal, env.lexicon)
+    assert leaks == [] and declared <= set(env.lexicon.reasons) and len(declared) >= 3
+
+
+@pytest.mark.parametrize("name", ENVS)
+@pytest.mark.parametrize("says", ["no reason", "every reason"])
+def test_a_refusal_resolves_a_forbidden_request_only_with_its_reason(name, says):
+    """The expert, but its refusals name no rule, or every rule of the policy: it resolves no forbidden request, so it
+    wins no task that has one and earns no graded reward there (a refusal without its reason is unjustified)."""
+    env = make(name, reward="graded")
+    experts = importlib.import_module(f"agentgym_env_{name}.agents")
+    every = ", ".join(phrases[0] for phrases in env.lexicon.reasons.values())
+
+    class Unexplained(experts.ExpertAgent):
+        def refuse(self, why: str) -> str:
+            return super().refuse("our policy does not allow it" if says == "no reason" else every)
+
+    tasks = []
+    for split in ("test", "ood"):
+        for task_id in sample(env, split, 3):
+            env.reset(task_id=task_id)
+            if any(q.forbidden for q in env.task.goal.requests):
+                tasks.append(task_id)
+    assert len(tasks) >= 15
+    for task_id in tasks:
+        reward, info, _ = play(env, task_id, Unexplained())
+        assert not info["success"] and reward == 0.0 and info["unexplained_refusals"] >= 1, (task_id, info)
+        assert play(env, task_id, experts.ExpertAgent())[0] == 1.0

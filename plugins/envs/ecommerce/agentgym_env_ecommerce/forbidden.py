@@ -22,11 +22,12 @@ def _order_slot(c: Ctx, order) -> Slot:
     return Slot("order_id", order.order_id, c.words("order", order=order.order_id))
 
 
-def _forbid(request: Request, rule: str, elicit: tuple[str, ...] = ("order_id",), reads: tuple[str, ...] = ()) -> Request:
-    """*request* (an allowed request's builder's) as one the policy forbids: no answers asked, refused after
-    *elicit* slots were said and the order (and *reads*) read."""
+def _forbid(request: Request, rule: str, reasons: tuple[str, ...], elicit: tuple[str, ...] = ("order_id",),
+            reads: tuple[str, ...] = ()) -> Request:
+    """*request* (an allowed request's builder's) as one the policy forbids for *reasons* (names of
+    :data:`.lexicon.REASONS`): no answers asked, refused after *elicit* slots were said and the order (and *reads*) read."""
     order = request.slots[0].value
-    return replace(request, outputs=(), forbidden=rule, elicit=elicit, reads=(f"order:{order}", *reads))
+    return replace(request, outputs=(), forbidden=rule, elicit=elicit, reads=(f"order:{order}", *reads), reasons=reasons)
 
 
 def cancel_shipped(c: Ctx) -> Request:
@@ -38,7 +39,7 @@ def cancel_shipped(c: Ctx) -> Request:
              Slot("reason", "no longer needed" if reason == CANCEL_REASONS[0] else "by mistake", c.words(f"reason_{reason}")))
     return Request("cancel", c.words.all("open_cancel"), slots, (change,),
                    forbidden=f"only pending orders may be cancelled; {order.order_id} is {order.status}",
-                   elicit=("order_id",), reads=(f"order:{order.order_id}",))
+                   elicit=("order_id",), reads=(f"order:{order.order_id}",), reasons=("not_pending",))
 
 
 def address_shipped(c: Ctx) -> Request:
@@ -50,7 +51,7 @@ def address_shipped(c: Ctx) -> Request:
     slots = (_order_slot(c, order), Slot("address", address.split(",")[0], c.words("address", address=address)))
     return Request("change_address", c.words.all("open_address"), slots, (change,),
                    forbidden=f"only pending orders may be modified; {order.order_id} is shipped",
-                   elicit=("order_id",), reads=(f"order:{order.order_id}",))
+                   elicit=("order_id",), reads=(f"order:{order.order_id}",), reasons=("not_pending",))
 
 
 def _return(c: Ctx, kind: str) -> Request:
@@ -71,13 +72,15 @@ def _return(c: Ctx, kind: str) -> Request:
     method, rule = order.payment_method_id, None
     if kind == "refund_elsewhere":
         method = with_method(c.rng, c.ids, c.customer, "paypal")
-        rule = f"refunds go to the original payment method ({card}) or a gift card, not {method}"
+        rule, reason = f"refunds go to the original payment method ({card}) or a gift card, not {method}", "refund_method"
     elif kind == "return_late":
         rule = f"items may be returned only within {RETURN_DAYS} days of delivery; {order.order_id} was delivered {days} days ago"
+        reason = "window"
     elif kind == "return_undelivered":
-        rule = f"only delivered orders may have items returned; {order.order_id} is {status}"
+        rule, reason = f"only delivered orders may have items returned; {order.order_id} is {status}", "undelivered"
     else:
         rule = f"{c.cat.by_product[items[0].product_id].name} ({item}) is a final-sale item and cannot be returned"
+        reason = "final_sale"
     change = Change("return_items", {"order_id": order.order_id, "item_ids": [item], "payment_method_id": method},
                     (m_order(order), m_item(c.cat, item), m_payment(c.customer, method, card)),
                     {"order": frozenset({order.order_id}), "item": frozenset({item}), "payment": frozenset({method})},
@@ -89,7 +92,7 @@ def _return(c: Ctx, kind: str) -> Request:
     elicit = {"refund_elsewhere": ("order_id", "payment"), "return_final_sale": ("order_id", "items")}.get(kind, ("order_id",))
     opening = "open_return_early" if kind == "return_undelivered" else "open_return"
     return Request("return", c.words.all(opening), slots, (change,), forbidden=rule, elicit=elicit,
-                   reads=(f"order:{order.order_id}",))
+                   reads=(f"order:{order.order_id}",), reasons=(reason,))
 
 
 def exchange_other_product(c: Ctx) -> Request:
@@ -104,7 +107,7 @@ def exchange_other_product(c: Ctx) -> Request:
              Slot("options", other, c.words("other_product", product=other)))
     return Request("exchange", c.words.all("open_exchange"), slots,
                    forbidden="an item may only be exchanged for another option of the same product",
-                   elicit=("order_id", "items", "options"), reads=(f"order:{order.order_id}",))
+                   elicit=("order_id", "items", "options"), reads=(f"order:{order.order_id}",), reasons=("same_product",))
 
 
 def exchange_late(c: Ctx) -> Request:
@@ -112,39 +115,39 @@ def exchange_late(c: Ctx) -> Request:
     request = _swap(c, "exchange", "delivered", days=days, allowed=False)
     order = request.slots[0].value
     return _forbid(request, f"items may be exchanged only within {RETURN_DAYS} days of delivery; {order} was "
-                            f"delivered {days} days ago")
+                            f"delivered {days} days ago", ("window",))
 
 
 def exchange_final_sale(c: Ctx) -> Request:
     request = _swap(c, "exchange", "delivered", final=True, allowed=False)
     item = request.changes[0].args["item_ids"][0]
     return _forbid(request, f"{c.cat.product_of(item).name} ({item}) is a final-sale item and cannot be exchanged",
-                   elicit=("order_id", "items"))
+                   ("final_sale",), elicit=("order_id", "items"))
 
 
 def items_shipped(c: Ctx) -> Request:
     status = c.rng.choice(("shipped", "delivered"))
     request = _swap(c, "change_items", status, allowed=False)
-    return _forbid(request, f"only pending orders may be modified; {request.slots[0].value} is {status}")
+    return _forbid(request, f"only pending orders may be modified; {request.slots[0].value} is {status}", ("not_pending",))
 
 
 def items_twice(c: Ctx) -> Request:
     request = _swap(c, "change_items", "pending", changed=True, allowed=False)
     return _forbid(request, f"the items of a pending order may be changed only once; {request.slots[0].value} was "
-                            "changed already")
+                            "changed already", ("changed_once",))
 
 
 def payment_shipped(c: Ctx) -> Request:
     status = c.rng.choice(("shipped", "delivered"))
     request = change_payment(c, status=status)
-    return _forbid(request, f"only pending orders may be modified; {request.slots[0].value} is {status}")
+    return _forbid(request, f"only pending orders may be modified; {request.slots[0].value} is {status}", ("not_pending",))
 
 
 def pay_expired(c: Ctx) -> Request:
     request = change_payment(c, expired=True)
     method = request.changes[0].args["payment_method_id"]
     return _forbid(request, f"{method} has expired; an expired payment method is never charged or refunded",
-                   elicit=("order_id", "payment"), reads=(f"customer:{c.customer.customer_id}",))
+                   ("expired",), elicit=("order_id", "payment"), reads=(f"customer:{c.customer.customer_id}",))
 
 
 FORBIDDEN = {"cancel_shipped": cancel_shipped, "address_shipped": address_shipped,

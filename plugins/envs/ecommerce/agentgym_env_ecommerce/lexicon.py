@@ -64,5 +64,25 @@ STATUS = {
 STOCK = {"in stock": ("in stock", "available", "have it"), "out of stock": ("out of stock", "not available",
                                                                            "unavailable", "sold out", "not in stock")}
 
+#: Why the policy forbids a request (what a refusal must say): rule 4 (not pending), 3 (items changed once), 5 (the
+#: window, final sale, not delivered, where a refund goes, the same product), 6 (an expired method).
+REASONS = {
+    "not_pending": ("only pending", "not pending", "no longer pending", "is shipped", "has shipped", "already shipped",
+                    "was shipped", "been shipped", "shipped already", "it shipped", "order shipped", "is delivered",
+                    "already delivered", "has been delivered", "is cancelled", "was cancelled"),
+    "changed_once": ("only once", "changed once", "changed already", "already changed", "already been changed",
+                     "more than once", "a second time"),
+    "window": ("30 days", "30 day", "thirty days", "return window", "exchange window", "too late"),
+    "final_sale": ("final sale",),
+    "undelivered": ("only delivered", "not delivered", "not been delivered", "not yet delivered", "undelivered",
+                    "hasn't been delivered", "hasn't arrived", "has not arrived", "not arrived yet", "before delivery",
+                    "until it is delivered", "until it's delivered"),
+    "refund_method": ("original payment method or a gift card", "original payment method or gift card",
+                      "original payment method or your gift card", "original method or a gift card", "refunds go to",
+                      "refund goes to", "only be refunded to", "can only be refunded", "only refund to"),
+    "expired": ("expired", "expiry", "expiration"),
+    "same_product": ("same product", "another product", "different product", "other product"),
+}
+
 LEXICON = Lexicon(asks=ASKS, verbs=VERBS, exclusive=EXCLUSIVE, entities=ENTITIES,
-                  vocabularies={"status": STATUS, "stock": STOCK})
+                  vocabularies={"status": STATUS, "stock": STOCK}, reasons=REASONS)

@@ -18,10 +18,11 @@ Policy:
 never look at another customer's profile or orders (that ends the conversation). The identity cannot change later.
 2. Before each change, describe it exactly (the action, the order, the items and new options, the address or the \
 payment method) and ask the customer to confirm; make only the change they said yes to. One change per confirmation.
-3. Look an order up with get_order before changing it: its status decides what may be done. Pending orders: cancel (reason "{CANCEL_REASONS[0]}" or "{CANCEL_REASONS[1]}"; the total is refunded to the \
-original payment method), or change the address, the payment method, or item options (same product, in stock, once).
-4. Shipped, delivered or cancelled orders cannot be cancelled or changed.
-5. Delivered items: return or exchange within {RETURN_DAYS} days of delivery, never final-sale items. Exchange only \
+3. Look an order up with get_order before changing it: its status decides what may be done. Only pending orders may \
+be cancelled (reason "{CANCEL_REASONS[0]}" or "{CANCEL_REASONS[1]}"; the total is refunded to the original payment \
+method) or changed: the address, the payment method, or item options (same product, in stock, only once).
+4. Shipped, delivered or cancelled orders are not pending: they cannot be cancelled or changed.
+5. Only delivered items may be returned or exchanged: within {RETURN_DAYS} days of delivery, never final-sale items. Exchange only \
 for another option of the same product, in stock. A refund goes to the original payment method or a gift card of the \
 customer, as they choose; an exchange's price difference is paid or refunded with a payment method of theirs they \
 choose. When the customer leaves the method to us: the original payment method, or their gift card if the original \
@@ -29,7 +30,7 @@ method has expired.
 6. An expired payment method (get_customer shows which) is never charged or refunded.
 7. The customer's default address (their profile) may be changed on request.
 8. Find out what the customer wants before deciding. Refuse what the policy forbids (or transfer_to_human), saying \
-why. Tell the customer what they ask (status, tracking number, prices, refunds and price differences)."""
+why: the rule that forbids it. Tell the customer what they ask (status, tracking number, prices, refunds and price differences)."""
 
 
 def check_cancel(order: Order) -> str | None:

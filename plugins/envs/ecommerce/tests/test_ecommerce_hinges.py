@@ -104,12 +104,12 @@ def test_refusing_every_request_wins_nothing(env, split):
 
 
 RULES = {  # what the desk says when a write breaks a rule -> where the agent's policy says it
-    r"only pending orders may be": "Shipped, delivered or cancelled orders cannot be cancelled or changed",
-    r"only delivered orders may have items": "Delivered items: return or exchange",
+    r"only pending orders may be": "Shipped, delivered or cancelled orders are not pending: they cannot be cancelled",
+    r"only delivered orders may have items": "Only delivered items may be returned or exchanged",
     r"only within 30 days of delivery": "within 30 days of delivery",
     r"final-sale item": "never final-sale items",
     r"refunds go to the original payment method": "A refund goes to the original payment method or a gift card",
-    r"changed only once": "in stock, once",
+    r"changed only once": "in stock, only once",
     r"has expired": "An expired payment method (get_customer shows which) is never charged or refunded",
     r"another option of the same product": "Exchange only for another option of the same product",
 }

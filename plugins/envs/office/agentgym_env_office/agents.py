@@ -209,9 +209,10 @@ class ExpertAgent(PlannedExpert):
             hhmm = clock(start)
         if self.follows_policy and lunch(minutes(hhmm), event["minutes"]):
             return self.refuse(f"{hhmm} runs into the lunch break (12:00-13:00)")
-        blocked = [self.avail[(p, day)]["name"] for p in people if not self._free(p, day, minutes(hhmm), event["minutes"])]
+        blocked = [self.avail[(p, day)] for p in people if not self._free(p, day, minutes(hhmm), event["minutes"])]
         if blocked and self.follows_policy:
-            return self.refuse(f"{blocked[0]} is not free on {day} at {hhmm}")
+            why = "out of office" if blocked[0]["out_of_office"] else "busy"
+            return self.refuse(f"{blocked[0]['name']} is {why} on {day} at {hhmm}")
         self.plan.append(("move_meeting", {"event_id": event["event_id"], "date": day, "start_time": hhmm},
                           f"move {event['title']} ({event['event_id']}) to {day} at {hhmm}"))
         return None

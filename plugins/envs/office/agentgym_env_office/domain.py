@@ -58,9 +58,10 @@ Friday of the week after the meeting's; a deadline that falls on a Saturday or S
 owner is out of office on the due date, the item goes to the meeting's organizer. Lines marked Done, ideas and \
 discussion are not action items.
 4. Meetings are booked and moved only within working hours (09:00-17:00, weekdays), never into the lunch break \
-(12:00-13:00), and when the user and every attendee are free (no event, not out of office). Book the earliest start on \
-the hour or half hour that fits; if nothing fits that day, refuse.
-5. Refuse what the policy forbids (or transfer_to_human), saying why. Tell them what they ask (times, dates)."""
+(12:00-13:00), and when the user and every attendee are free (not busy with an event, not out of office). Book the \
+earliest start on the hour or half hour that fits; if nothing fits that day, refuse.
+5. Refuse what the policy forbids (or transfer_to_human), saying why: the rule that forbids it (someone is out of \
+office, busy, only the lunch break is free, a mailbox is private). Tell them what they ask (times, dates)."""
 
 _TIME = r"\b(?:[01]?\d|2[0-3]):[0-5]\d\b"
 ASKS = {
@@ -77,6 +78,19 @@ ASKS = {
     "event": re.compile(r"\bwhich (?:meeting|event)\b|\bwhat (?:meeting|event)\b|\bwhich one\b"),
     "person": re.compile(r"\bwhose\b|\bwhich (?:colleague|mailbox|inbox)\b|\bwho\b|\bwhat (?:email|message)\b"),
 }
+#: Why the policy forbids a request (what a refusal must say): rules 1 (a private mailbox, notes of a meeting not
+#: attended) and 4 (out of office, busy, the lunch break, working hours).
+REASONS = {
+    "away": ("out of office", "out of the office", "not in the office", "not in office", "absent", "on leave",
+             "is away", "are away", "be away"),
+    "busy": ("busy", "not free", "conflict", "clash", "another meeting", "already booked", "has a meeting",
+             "double booked", "double book"),
+    "lunch": ("lunch",),
+    "private": ("private", "privacy", "another person's", "someone else's", "other people's", "not your own", "not yours"),
+    "not_attended": ("did not attend", "didn't attend", "not attend"),
+    "hours": ("working hours", "outside hours", "weekend"),
+}
+
 LEXICON = Lexicon(
     asks=ASKS,
     verbs={"add_action_item": ("add", "log", "record", "create"), "schedule_meeting": ("schedule", "book", "set up"),
@@ -87,7 +101,8 @@ LEXICON = Lexicon(
                                                                           lambda m: m),
               "time": (re.compile(_TIME), lambda m: m.zfill(5)), "event": (re.compile(r"\bE\d{3}\b"), lambda m: m),
               "meeting": (re.compile(r"\bM\d{2}\b"), lambda m: m)},
-    vocabularies={})
+    vocabularies={},
+    reasons=REASONS)
 
 
 def minutes(hhmm: str) -> int:

@@ -238,11 +238,12 @@ def schedule(c: Ctx, hinge: str | None = None) -> Request:
             who = c.rng.choice(people)
             c.away(who, iso(day))
             why = f"{c.db.people[who].name} is out of office on {iso(day)}: no slot fits"
-            return _forbidden_booking(c, people, day, length, why, reads=(f"avail:{who}:{iso(day)}",))
+            return _forbidden_booking(c, people, day, length, why, ("away",), reads=(f"avail:{who}:{iso(day)}",))
         if hinge == "full" and _fill(c, everyone, iso(day), length):
             why = f"{', '.join(c.db.people[p].name for p in everyone)} are all free on {iso(day)} only in the lunch " \
                   "break: no slot fits"
-            return _forbidden_booking(c, people, day, length, why, reads=tuple(f"avail:{p}:{iso(day)}" for p in everyone))
+            return _forbidden_booking(c, people, day, length, why, ("lunch",),
+                                      reads=tuple(f"avail:{p}:{iso(day)}" for p in everyone))
         if hinge in ("away", "full") or hinge == "lunch" and not _lunch_first(c, everyone, iso(day), length):
             continue
         start = earliest(c.goal, everyone, iso(day), length)
@@ -258,13 +259,15 @@ def schedule(c: Ctx, hinge: str | None = None) -> Request:
                    (_booking(c, people, day, length, title, hhmm),), (out,))
 
 
-def _forbidden_booking(c: Ctx, people: list[str], day: dt.date, length: int, why: str, reads: tuple) -> Request:
-    """A booking the policy forbids: the colleague asks for it as for any other (and says yes to it, described)."""
+def _forbidden_booking(c: Ctx, people: list[str], day: dt.date, length: int, why: str, reasons: tuple[str, ...],
+                       reads: tuple) -> Request:
+    """A booking the policy forbids for *reasons* (:data:`.domain.REASONS`): the colleague asks for it as for any
+    other (and says yes to it, described)."""
     title = c.rng.choice([t for t in NEW_TITLES if t not in c.used])
     c.used.add(title)
     return Request("schedule", c.words.all("open_schedule"), _schedule_slots(c, people, day, length, title),
                    (_booking(c, people, day, length, title, None),), forbidden=why, elicit=("attendees", "day"),
-                   reads=reads)
+                   reads=reads, reasons=reasons)
 
 
 def _my_events(c: Ctx) -> list[Event]:
@@ -325,8 +328,19 @@ def reschedule(c: Ctx, hinge: str | None = None) -> Request:
                                                   lunch_break=False)]
         reads = (f"mail:{mail_id}",) + ((f"avail:{busy_one[0]}:{day}",) if busy_one else ())  # the lunch break: the mail
         return Request("reschedule", w.all("open_move"), (slot,), (change,), forbidden=why, elicit=("sender",),
-                       reads=reads)
+                       reads=reads, reasons=_clash_reasons(c, people, day, start, event))
     return Request("reschedule", w.all("open_move"), (slot,), (change,))
+
+
+def _clash_reasons(c: Ctx, people: list[str], day: str, start: int, event: Event) -> tuple[str, ...]:
+    """Every reason why *people* cannot meet on *day* at *start* for *event*'s length (:data:`.domain.REASONS`)."""
+    reasons = ["lunch"] if lunch(start, event.minutes) else []
+    for pid in people:
+        if day in c.goal.people[pid].away:
+            reasons.append("away")
+        if any(a < start + event.minutes and start < b for a, b in busy(c.goal, pid, day, event.event_id)):
+            reasons.append("busy")
+    return tuple(dict.fromkeys(reasons))
 
 
 # -- questions and the mailbox ------------------------------------------------------------------
@@ -373,7 +387,7 @@ def privacy(c: Ctx) -> Request:
         db.mail.add(Mail(mail_id, owner, sender, f"About {topic}", f"Some private words about {topic}.", iso(c.today)))
     slot = Slot("person", c.first(owner), c.words("person", owner=c.first(owner), sender=c.first(sender), topic=topic))
     return Request("privacy", c.words.all("open_privacy"), (slot,), forbidden="another person's mailbox is private",
-                   elicit=("person",))
+                   elicit=("person",), reasons=("private",))
 
 
 def forbidden(c: Ctx, hinge: str | None = None) -> Request:

@@ -48,7 +48,8 @@ per confirmation.
 weeks, depending on the tasks created for the items it comes after.
 4. Allocation: give each task, in task-id order, to the person who has its skill, is not on leave in any of its weeks, \
 and has the most free capacity (capacity minus tasks held; ties: the lowest person id). Never above capacity, never \
-without the skill, never during leave: refuse to give a task to someone this rules out, saying why.
+without the skill, never during leave: refuse to give a task to someone this rules out, saying why (the skill, the \
+leave or the capacity).
 5. A slip: set the task's new length with extend_task, then shift every task that depends on it, directly or not, in \
 task-id order, to start the week after its last dependency ends. Leave: reassign the person's tasks of the project \
 that overlap the leave, by rule 4.
@@ -62,6 +63,17 @@ ASKS = {
     "task": re.compile(r"\bwhich task\b|\btask (?:id|number)\b|\bwhat task\b"),
     "person": re.compile(r"\bwho\b|\bwhich person\b|\bto whom\b|\bwhom\b"),
 }
+#: Why the policy forbids a request (what a refusal must say): rule 4 (the skill, leave, capacity), rule 6 (the
+#: deadline), rule 5 (dependencies) and rule 1 (another manager's project).
+REASONS = {
+    "skill": ("skill", "skills", "qualified", "qualification"),
+    "leave": ("on leave", "leave", "vacation", "holiday", "absent"),
+    "capacity": ("capacity", "too many tasks", "fully booked", "overloaded", "no room"),
+    "deadline": ("deadline", "too late"),
+    "dependencies": ("dependency", "dependencies", "depends on"),
+    "other_project": ("another manager", "other manager's", "not your project"),
+}
+
 LEXICON = Lexicon(
     asks=ASKS,
     verbs={"create_task": ("create", "add"), "assign_task": ("assign", "give"), "extend_task": ("extend", "lengthen"),
@@ -71,7 +83,8 @@ LEXICON = Lexicon(
     entities={"task": (re.compile(r"\bT\d+\b"), lambda m: m), "person": (re.compile(r"\bp\d{2}\b"), lambda m: m),
               "project": (re.compile(r"\bP\d\b"), lambda m: m), "week": (re.compile(r"\bweek \d+\b", re.I),
                                                                         lambda m: m.lower())},
-    vocabularies={})
+    vocabularies={},
+    reasons=REASONS)
 
 
 def title_key(text: str) -> str:
@@ -91,6 +104,14 @@ def allocation_problem(db: Database, task: Task, person_id: str) -> str | None:
     if held(db, person_id) >= person.capacity:
         return f"{person.name} ({person_id}) already holds {person.capacity} tasks, their capacity"
     return None
+
+
+def unfit_reasons(db: Database, task: Task, person_id: str) -> tuple[str, ...]:
+    """Every reason of rule 4 that rules *person_id* out for *task* (names of :data:`REASONS`; empty: they may take it)."""
+    person = db.people[person_id]
+    return tuple(name for name, unfit in (
+        ("skill", task.skill not in person.skills), ("leave", any(task.start <= w <= task.end for w in person.leave)),
+        ("capacity", held(db, person_id) >= person.capacity)) if unfit)
 
 
 def best_person(db: Database, task: Task, exclude: tuple[str, ...] = ()) -> str | None:

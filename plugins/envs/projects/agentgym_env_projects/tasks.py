@@ -18,7 +18,7 @@ from agentgym_service.goal import Change, Goal, Mention, Output, Request, Slot
 from agentgym_service.wording import Words
 
 from .domain import (PlanDesk, allocation_problem, best_person, blind_choices, dependents, held, next_task_id,
-                     title_key)
+                     title_key, unfit_reasons)
 from .records import Requirement, Task, Update
 from .wording import WORDS
 from .world import SKILLS, WORK, world
@@ -216,7 +216,7 @@ def replan(c: Ctx, over: bool = False) -> Request:
     if over:
         return Request("replan", w.all("open_replan"), (_project_slot(c),), tuple(changes),
                        forbidden=f"the re-planned {c.project} would end after its deadline week {deadline}",
-                       elicit=("project",), reads=(f"updates:{c.project}", f"project:{c.project}"))
+                       elicit=("project",), reads=(f"updates:{c.project}", f"project:{c.project}"), reasons=("deadline",))
     project_end = max(max(ends.values()), max(t.end for t in c.mine()))
     out = Output("end", "token", f"week {project_end}", f"updates:{c.project}", w("q_end"), "week")
     return Request("replan", w.all("open_replan"), (_project_slot(c),), tuple(changes), (out,))
@@ -265,7 +265,7 @@ def named_person(c: Ctx) -> Request:
     try:
         pid = next(filter(None, (_unfit(c, task, why, was) for why in (c.rng.choice(("skill", "leave", "capacity")),
                                                                            "leave", "skill"))))
-        why = allocation_problem(c.goal, task, pid)
+        why, reasons = allocation_problem(c.goal, task, pid), unfit_reasons(c.goal, task, pid)
     finally:
         task.assignee = was
     person = c.db.people[pid]
@@ -277,7 +277,7 @@ def named_person(c: Ctx) -> Request:
                     _entities(task=[task.task_id], person=[pid], project=[c.project]),
                     f"assign {task.task_id} to {person.name}")
     return Request("assign", w.all("open_person"), slots, (change,), forbidden=why, elicit=("task", "person"),
-                   reads=(f"project:{c.project}",))
+                   reads=(f"project:{c.project}",), reasons=reasons)
 
 
 def _unfit(c: Ctx, task: Task, why: str, holder: str | None) -> str | None:

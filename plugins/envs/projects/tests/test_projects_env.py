@@ -81,8 +81,7 @@ def test_every_task_hinges_on_the_policy_and_needs_an_allowed_change(env, split)
             no_hinge.append(task_id)
         if not any(r.changes and not r.forbidden for r in env.task.goal.requests):
             no_change.append(task_id)
-        rules |= {w for r in env.task.goal.requests if r.forbidden for w in ("skill", "leave", "capacity", "deadline")
-                  if w in r.forbidden}
+        rules |= {w for r in env.task.goal.requests if r.forbidden for w in r.reasons}
     assert no_hinge == [] and no_change == []
     assert rules == {"skill", "leave", "capacity", "deadline"}  # every rule 4 and 6 forbids is asked for somewhere
 

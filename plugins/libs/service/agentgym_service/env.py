@@ -8,10 +8,11 @@ confirmation, and allowed by the policy (else reward 0, the episode ends); the u
 what a user knows (:class:`~.goal.Knowledge`), so a wrongly derived change is made as confirmed
 and fails at the end; authentication accepts only the user's own details, as the user stated
 them in this conversation (not a shipping zip, not a colleague's name), and the identity is locked once set; an attempt at another person's data is
-refused and ends the episode with 0; a refusal is a decision (it fails an allowed request);
+refused and ends the episode with 0; a refusal is a decision (it fails an allowed request) and
+resolves a forbidden one only when it gives the reason the policy forbids it;
 malformed input is an error observation. Success: every request resolved as the policy
 resolves it and the final database equal to the goal database. ``reward: graded`` pays the
-share of requests so resolved instead (0 after any violation or unjustified refusal).
+share of requests so resolved instead (0 after any violation or unjustified or unexplained refusal).
 """
 from __future__ import annotations
 
@@ -239,7 +240,7 @@ class ServiceEnv(BaseEnv):
         if kind == "respond":
             return self._respond(call.args["message"])
         if kind == "end":
-            refused = self.judge.transferred()
+            refused = self.judge.transferred(str(call.args.get("summary", "")))
             return self._end("Transferred to a human agent.", "transferred to a human" + (
                 ", the forbidden request refused" if refused else " with the user's request unresolved"), success=True)
         desk = self.the_desk

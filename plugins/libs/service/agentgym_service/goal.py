@@ -12,7 +12,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from .text import has, normalize
+from .text import flat, has, normalize
 
 
 @dataclass(frozen=True)
@@ -82,10 +82,15 @@ class Request:
     changes: tuple[Change, ...] = ()
     outputs: tuple[Output, ...] = ()
     #: The policy rule that forbids it (None: allowed). A forbidden request is resolved by a refusal
-    #: (or a transfer) made after :attr:`elicit` slots were revealed and :attr:`reads` records read.
+    #: (or a transfer) made after :attr:`elicit` slots were revealed and :attr:`reads` records read,
+    #: that gives one of its :attr:`reasons`.
     forbidden: str | None = None
     elicit: tuple[str, ...] = ()
     reads: tuple[str, ...] = ()
+    #: Why the policy forbids it: names of the env's :attr:`Lexicon.reasons` (each true of this request); a refusal
+    #: resolves it only when it states one of them and the agent named at most :data:`~.text.MAX_STATED` reasons
+    #: while the request was open.
+    reasons: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -205,7 +210,20 @@ def derived_values(goal: Goal, lexicon: "Lexicon") -> set[str]:
         for output in request.outputs:
             if output.kind != "choice":  # a choice's values are a vocabulary everyone knows ("shipped")
                 out.add(normalize(f"{output.value:.2f}" if output.kind == "amount" else output.value))
+        if request.forbidden:  # why the policy forbids it: the agent finds it out, the user never says it
+            out.update(flat(p) for name in request.reasons for p in lexicon.reasons.get(name, ()))
     return {v for v in out - said if v and not has(known, v)}
+
+
+def reason_leaks(goal: Goal, lexicon: "Lexicon") -> list[tuple[int, str]]:
+    """``(request index, reason)`` for each forbidden request whose own words (its openings and the details the user
+    gives, :func:`own_words`) state one of its reasons: a user that would tell the agent why to refuse. Empty: none."""
+    out = []
+    for i, request in enumerate(goal.requests):
+        words = flat(" | ".join(request.openings + tuple(s.answer for s in request.slots)))
+        out += [(i, name) for name in request.reasons if request.forbidden
+                and any(has(words, flat(p)) for p in lexicon.reasons.get(name, ()))]
+    return out
 
 
 @dataclass(frozen=True)
@@ -223,6 +241,10 @@ class Lexicon:
     entities: Mapping[str, tuple[re.Pattern, Callable[[str], str]]] = field(default_factory=dict)
     #: Vocabulary name -> value -> phrases that affirm it (``status``: ``shipped``: ("shipped", "on its way")).
     vocabularies: Mapping[str, Mapping[str, tuple[str, ...]]] = field(default_factory=dict)
+    #: Every reason the policy gives to refuse: name -> phrases that state it (``final_sale``: ("final sale", ...)),
+    #: read in the agent's statements with dashes as spaces (:func:`~.text.reason_candidates`). A forbidden request's
+    #: :attr:`Request.reasons` name some of them; the policy's text must use a phrase of each.
+    reasons: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
 
 
 #: Words that describe a change no service env makes for a user ("... and close your account?").

@@ -61,7 +61,8 @@ def run_until(env: Any, task_id: int, agent: Callable[[str], str], stop: Callabl
 
 def user_leaks(env: Any, task_id: int, agent: Callable[[str], str]) -> list[tuple[str, str]]:
     """Play *task_id* with *agent* and return ``(value, line)`` for every user line that states a value the
-    policy derives (:func:`~.goal.derived_values`): what the simulated user must never say. Empty: none."""
+    policy derives or a forbidden request's reason (:func:`~.goal.derived_values`), read as is and with dashes as
+    spaces: what the simulated user must never say. Empty: none."""
     from . import text
     from .goal import derived_values
 
@@ -70,4 +71,5 @@ def user_leaks(env: Any, task_id: int, agent: Callable[[str], str]) -> list[tupl
     values = derived_values(first.goal, env.lexicon)
     prefix = f"{env.speaker}:"
     lines = [line[len(prefix):] for _, obs in steps for line in obs.splitlines() if line.startswith(prefix)]
-    return [(v, line) for line in lines for v in values if text.has(text.normalize(line), v)]
+    return [(v, line) for line in lines for v in values
+            if text.has(text.normalize(line), v) or text.has(text.flat(line), v)]

@@ -3,7 +3,7 @@
 Everything here is linear in the text (literal alternations, no nested quantifiers), and
 errs towards *not* counting: a reply that lists many amounts states none of them; a state
 named under a negation ("it has not shipped yet") is not stated; a reply naming two states
-states neither.
+states neither; a refusal naming many reasons gives none of them.
 """
 from __future__ import annotations
 
@@ -116,18 +116,36 @@ def choice_candidates(text: str, vocabulary: Mapping[str, Iterable[str]]) -> set
     return {v for v, phrases in vocabulary.items() if affirmed(low, phrases)}
 
 
+def flat(text: str) -> str:
+    """:func:`normalize` with dashes read as spaces: ``week-3`` is ``week 3``, ``final-sale`` is ``final sale``."""
+    return " ".join(normalize(text).replace("-", " ").replace("\u2013", " ").split())
+
+
 def token_candidates(text: str, value: str, kind: tuple[re.Pattern, object] | None = None) -> set[str]:
     """The distinct tokens of *kind* (a lexicon entity: pattern, canonical form) that *text* names, found in
-    the normalized text with dashes read as spaces, lower case: ``week-3`` is ``week 3``; ``week-1week-2``
-    and ``at09:00`` name none. With no *kind*, *value* itself when the text holds it as whole words."""
-    flat = " ".join(normalize(text).replace("-", " ").replace("\u2013", " ").split())
+    the normalized text with dashes read as spaces (:func:`flat`), lower case: ``week-3`` is ``week 3``;
+    ``week-1week-2`` and ``at09:00`` name none. With no *kind*, *value* itself when the text holds it as whole words."""
+    flat_text = flat(text)
     if kind is None:
-        return {value.lower()} if has(flat, value.lower().replace("-", " ")) else set()
+        return {value.lower()} if has(flat_text, value.lower().replace("-", " ")) else set()
     pattern, canon = kind
-    return {str(canon(m)).lower() for m in pattern.findall(flat)}
+    return {str(canon(m)).lower() for m in pattern.findall(flat_text)}
+
+
+def statements(text: str) -> list[str]:
+    """The sentences of *text* that are not questions (no ``?``)."""
+    return [s for s in re.split(r"(?<=[.!])\s+|\n+", str(text)) if s.strip() and "?" not in s]
 
 
 def declines(text: str) -> bool:
     """Whether *text* declines: a statement (not a question) that refuses. ``I cannot find that order, could you
     check it?`` asks; ``I'm sorry, I cannot do that: it has shipped. Anything else?`` declines."""
-    return any(is_refusal(s) for s in re.split(r"(?<=[.!])\s+|\n+", str(text)) if s.strip() and "?" not in s)
+    return any(is_refusal(s) for s in statements(text))
+
+
+def reason_candidates(text: str, reasons: Mapping[str, Iterable[str]]) -> set[str]:
+    """The reasons (keys of *reasons*: name -> phrases) that *text* gives: one of a reason's phrases as whole words
+    in a statement of *text* (questions give none), read with dashes as spaces (:func:`flat`). ``It is a final-sale
+    item.`` gives ``final_sale``; ``Is it a final-sale item?`` gives nothing."""
+    said = " | ".join(flat(s) for s in statements(text))
+    return {name for name, phrases in reasons.items() if any(has(said, flat(p)) for p in phrases)}

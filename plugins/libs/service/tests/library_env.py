@@ -46,7 +46,8 @@ LEXICON = Lexicon(
     asks={"card": re.compile(r"\bcard\b"), "loan": re.compile(r"\bwhich (?:loan|book)\b|\bloan (?:id|number)\b")},
     verbs={"renew_loan": ("renew", "extend")},
     entities={"loan": (re.compile(r"\bL\d+\b"), lambda m: m)},
-    vocabularies={})
+    vocabularies={},
+    reasons={"overdue": ("overdue", "past due"), "identify": ("identify", "identified"), "confirm": ("confirm",)})
 
 
 class LibraryDesk(Desk):
@@ -87,7 +88,8 @@ def renewal(loan: Loan, forbidden: bool = False) -> Request:
     return Request("renew", ("I'd like to renew a book.",), (Slot("loan", loan.loan_id, f"It's loan {loan.loan_id}."),),
                    (change,), (Output("due", "amount", loan.due + 14, f"loan:{loan.loan_id}", "When is it due now?"),)
                    if not forbidden else (), forbidden="overdue loans cannot be renewed" if forbidden else None,
-                   elicit=("loan",) if forbidden else (), reads=(f"loan:{loan.loan_id}",) if forbidden else ())
+                   elicit=("loan",) if forbidden else (), reads=(f"loan:{loan.loan_id}",) if forbidden else (),
+                   reasons=("overdue",) if forbidden else ())
 
 
 class LibraryEnv(ServiceEnv):

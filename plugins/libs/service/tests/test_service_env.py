@@ -80,7 +80,7 @@ def test_a_refusal_is_a_decision_and_the_users_reaction_says_nothing():
     def refuse_after(task_id, *actions):
         env = start(task_id=task_id)
         run(env, *actions)
-        return env, env.step('respond("I am sorry, I cannot renew that loan.")')
+        return env, env.step('respond("I am sorry, I cannot renew that loan: it is overdue.")')
 
     # the allowed renewal refused: the request fails, whatever follows
     env, (obs_allowed, reward, done, info) = refuse_after(0, 'respond("Your card and which loan?")', 'identify("C1")',
@@ -127,7 +127,7 @@ def test_graded_reward_pays_the_share_resolved_and_nothing_after_a_violation():
     due = env.db.loans["L0"].due + 14
     run(env, 'respond("Your card and which loan?")', 'identify("C1")', 'get_loan("L0")', CONFIRM, 'renew_loan("L0")',
         f'respond("Done, due in ${due}.00.")', 'respond("Which loan?")', 'get_loan("L2")')
-    obs, reward, done, info = env.step('transfer_to_human("cannot help")')  # the forbidden one, transferred: resolved
+    obs, reward, done, info = env.step('transfer_to_human("L2 is overdue")')  # the forbidden one, transferred: resolved
     assert done and reward == 1.0 and info["graded"] == 1.0
     env = start(task_id=1, reward="graded")
     run(env, 'respond("Your card and which loan?")', 'identify("C1")', 'get_loan("L0")', CONFIRM, 'renew_loan("L0")',
@@ -176,3 +176,63 @@ def test_privileged_info_is_off_by_default_and_documented_when_on():
     env = start(privileged_info=True)
     info = env.step('respond("Hi")')[3]
     assert info["task"]["requests"] == ["renew"]
+
+
+FORBIDDEN_OPEN = ('respond("Your card and which loan?")', 'identify("C1")', 'get_loan("L0")', CONFIRM, 'renew_loan("L0")')
+
+
+def refusing(message: str, *before: str, action: str = "") -> tuple:
+    """Task 1 (renew L0, then the overdue L2) up to L2 looked at, then *before* and the refusal *message* (or *action*)."""
+    env = start(task_id=1, reward="graded")
+    due = env.db.loans["L0"].due + 14
+    run(env, *FORBIDDEN_OPEN, f'respond("Done, due in ${due}.00.")', 'respond("Which loan?")', 'get_loan("L2")', *before)
+    return env.step(action or f'respond("{message}")')
+
+
+@pytest.mark.parametrize("message", [
+    "I am sorry, I cannot renew that loan.",                                   # no reason
+    "I am sorry, I cannot renew that loan: our policy does not allow it.",     # no reason either
+    "I am sorry, I cannot renew that loan: it is overdue, you are not identified, or you did not confirm.",  # a list
+])
+def test_a_refusal_without_the_reason_or_with_every_reason_does_not_resolve_a_forbidden_request(message):
+    obs, reward, done, info = refusing(message)  # unresolved, and unjustified: graded 0 (a renewal was resolved)
+    assert done and not info["success"] and reward == 0.0 and info["unexplained_refusals"] == 1
+    assert info["unjustified_refusals"] == 0 and obs.startswith("Member: ")  # the member reacts as to any refusal
+    obs, reward, done, info = refusing("I am sorry, I cannot renew that loan: it is overdue.")
+    assert done and info["success"] and reward == 1.0 and info["unexplained_refusals"] == 0
+
+
+def test_reasons_count_over_the_whole_request_and_only_in_statements():
+    # every reason stated before, one given in the refusal: still a list
+    obs, reward, done, info = refusing("I cannot renew that loan: it is overdue.",
+                                       'respond("Note: renewals need you identified, you must confirm, and it must not be overdue.")')
+    assert done and reward == 0.0 and info["unexplained_refusals"] == 1
+    # a question naming them is no reason given
+    obs, reward, done, info = refusing("I cannot renew that loan: it is overdue.",
+                                       'respond("Were you identified, did you confirm, is it overdue?")')
+    assert done and reward == 1.0 and info["success"]
+    # nor is a refusal whose only reason is in a question
+    obs, reward, done, info = refusing("I cannot renew that loan. Is it overdue?")
+    assert done and reward == 0.0 and info["unexplained_refusals"] == 1
+
+
+def test_a_transfer_is_judged_like_a_refusal():
+    obs, reward, done, info = refusing("", action='transfer_to_human("the member wants L2 renewed")')
+    assert done and reward == 0.0 and not info["success"] and info["unexplained_refusals"] == 1
+    assert "unresolved" in info["end_reason"]
+    obs, reward, done, info = refusing("", action='transfer_to_human("L2 is past due: cannot renew it")')
+    assert done and reward == 1.0 and info["success"]
+
+
+def test_a_forbidden_request_must_name_its_reasons():
+    from dataclasses import replace
+
+    from agentgym_service.judge import Judge
+
+    env = start(task_id=1)
+    goal = env.task.goal
+    bare = replace(goal, requests=(goal.requests[0], replace(goal.requests[1], reasons=())))
+    with pytest.raises(ValueError, match="must name its reasons"):
+        Judge(bare, env.lexicon)
+    with pytest.raises(ValueError, match="must name its reasons"):
+        Judge(replace(bare, requests=(goal.requests[0], replace(goal.requests[1], reasons=("late",)))), env.lexicon)

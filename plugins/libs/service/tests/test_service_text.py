@@ -91,3 +91,18 @@ def test_declining_is_a_statement_and_a_question_is_not_a_refusal():
     assert text.declines("I'm sorry, I cannot do that: it has shipped. Is there anything else?")
     assert not text.declines("I cannot find that order; could you check the number?")
     assert not text.declines("Your order has shipped.")
+
+
+REASONS = {"final_sale": ("final sale",), "window": ("30 days", "30 day"), "shipped": ("has shipped", "only pending")}
+
+
+@pytest.mark.parametrize("reply, named", [
+    ("I'm sorry, I cannot do that: it is a final-sale item.", {"final_sale"}),    # a dash is a space
+    ("Sorry, past the 30-day window.", {"window"}),
+    ("Is it a final sale item? I cannot do that.", set()),                        # a question gives no reason
+    ("I cannot: it has shipped, is final sale and is past 30 days.", {"shipped", "final_sale", "window"}),
+    ("I cannot do that: our policy does not allow it.", set()),
+    ("Only pending\norders can change", {"shipped"}),                              # lines are read like sentences
+])
+def test_reasons_are_read_in_statements_with_dashes_as_spaces(reply, named):
+    assert text.reason_candidates(reply, REASONS) == named
