@@ -47,9 +47,9 @@ per confirmation.
 3. A requirement's work items become tasks of its project in the order listed, with the item's title, skill and \
 weeks, depending on the tasks created for the items it comes after.
 4. Allocation: give each task, in task-id order, to the person who has its skill, is not on leave in any of its weeks, \
-and has the most free capacity (capacity minus tasks held; ties: the lowest person id). Never above capacity, never \
-without the skill, never during leave: refuse to give a task to someone this rules out, saying why (the skill, the \
-leave or the capacity).
+and has the most free capacity (capacity minus tasks held; ties: the lowest person id). A task the manager wants a \
+named person on goes to that person when they may take it. Never above capacity, never without the skill, never \
+during leave: refuse to give a task to someone this rules out, saying why (the skill, the leave or the capacity).
 5. A slip: set the task's new length with extend_task, then shift every task that depends on it, directly or not, in \
 task-id order, to start the week after its last dependency ends. Leave: reassign the person's tasks of the project \
 that overlap the leave, by rule 4.

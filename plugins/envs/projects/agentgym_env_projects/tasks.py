@@ -1,11 +1,12 @@
 """Task *k* of the planning office: people with skills, capacity and leave; three projects (one the
-user's) with tasks and dependencies; and 1-3 requests of the user, in any order, at least one needing an
+user's) with tasks and dependencies; and 1-4 requests of the user, in any order, at least one needing an
 allowed change. Each request is built on the plan as the earlier ones leave it (the goal applies them in order).
 
 Every task hinges on the written policy (:data:`HINGES`): it has an allocation where rule 4 gives some task
 to someone other than whom an allocation blind to leave would pick (that person is on leave then), or a
 request the policy forbids (a person rule 4 rules out, a slip past the deadline). Doing the work without
-the policy's checks makes a forbidden write there and fails the task.
+the policy's checks makes a forbidden write there and fails the task. A person the manager names for a task
+may take it in more tasks than not (:data:`NAMED_BESIDE`): naming a person is no sign of a request to refuse.
 """
 from __future__ import annotations
 
@@ -24,7 +25,11 @@ from .wording import WORDS
 from .world import SKILLS, WORK, world
 
 INTENTS = ("breakdown", "allocate", "replan", "reassign", "end_week", "forbidden")
-WRITES = ("breakdown", "allocate", "replan", "reassign")
+WRITES = ("breakdown", "allocate", "replan", "reassign", "assign")
+#: How often a task with a forbidden request also has the manager name a person who may take a task (an allowed
+#: ``assign``), and how often a task whose only named person is ruled out is drawn again: a request that names a
+#: person is no sign that it is the one to refuse.
+NAMED_BESIDE = 0.9
 #: Requests whose right outcome the policy decides beyond the work asked for: an allocation where rule 4 (leave,
 #: then free capacity) picks someone an allocation blind to leave would not, or a change the policy forbids
 #: (rule 4's skill, leave and capacity, rule 6's deadline). Every task has one.
@@ -80,7 +85,7 @@ def breakdown(c: Ctx) -> Request:
     deadline = c.goal.projects[c.project].deadline
     ends: dict[str, int] = {}
     for k in range(n):
-        skill = c.rng.choice(SKILLS)
+        skill = c.rng.choice([s for s in SKILLS if any(w not in c.used for w in WORK[s])])  # titles left
         title = c.rng.choice([w for w in WORK[skill] if w not in c.used])
         c.used.add(title)
         weeks = c.rng.randint(1, 3)
@@ -253,21 +258,28 @@ def end_week(c: Ctx) -> Request:
     return Request("end_week", c.words.all("open_end"), (_project_slot(c),), outputs=(out,))
 
 
-def named_person(c: Ctx) -> Request:
+def named_person(c: Ctx, allowed: bool = False) -> Request:
     """The manager wants a person on a staffed task whom rule 4 never allows there: one without the task's skill, on
-    leave in its weeks, or already at capacity."""
+    leave in its weeks, or already at capacity; *allowed*: one who may take it (the skill, free, not on leave), asked
+    for in the same words, so that the name alone never tells a refusal."""
     staffed = [t for t in c.mine() if t.task_id not in c.used and t.assignee]  # staffed: not "open" work
     if not staffed:
         raise LookupError("no staffed task")
     task = c.goal.tasks[c.rng.choice(staffed).task_id]
-    c.used.add(task.task_id)
     was, task.assignee = task.assignee, None  # as assign_task checks it: the holder's slot is free
     try:
-        pid = next(filter(None, (_unfit(c, task, why, was) for why in (c.rng.choice(("skill", "leave", "capacity")),
-                                                                           "leave", "skill"))))
-        why, reasons = allocation_problem(c.goal, task, pid), unfit_reasons(c.goal, task, pid)
+        if allowed:
+            fit = [p.person_id for p in c.goal.people if p.person_id != was and not unfit_reasons(c.goal, task, p.person_id)]
+            pid = c.rng.choice(fit) if fit else None
+        else:
+            pid = next(filter(None, (_unfit(c, task, why, was) for why in (c.rng.choice(("skill", "leave", "capacity")),
+                                                                               "leave", "skill"))), None)
+        why, reasons = (allocation_problem(c.goal, task, pid), unfit_reasons(c.goal, task, pid)) if pid else (None, ())
     finally:
         task.assignee = was
+    if pid is None:
+        raise LookupError("nobody to name")
+    c.used.add(task.task_id)
     person = c.db.people[pid]
     w = c.words
     slots = (_project_slot(c), Slot("task", task.task_id, w("task", task=task.task_id)),
@@ -276,6 +288,8 @@ def named_person(c: Ctx) -> Request:
                     (task_mention(task.task_id), person_mention(c.db, pid)),
                     _entities(task=[task.task_id], person=[pid], project=[c.project]),
                     f"assign {task.task_id} to {person.name}")
+    if allowed:
+        return Request("assign", w.all("open_person"), slots, (change,))
     return Request("assign", w.all("open_person"), slots, (change,), forbidden=why, elicit=("task", "person"),
                    reads=(f"project:{c.project}",), reasons=reasons)
 
@@ -315,7 +329,7 @@ def forbidden(c: Ctx) -> Request:
 
 
 BUILDERS = {"breakdown": breakdown, "allocate": allocate, "replan": replan, "reassign": reassign, "end_week": end_week,
-            "forbidden": forbidden}
+            "forbidden": forbidden, "assign": lambda c: named_person(c, allowed=True)}
 
 
 # -- the task ----------------------------------------------------------------------------------------
@@ -323,13 +337,13 @@ def make_task(task_id: int, seed: int, wording: str, intents: tuple[str, ...]) -
     """Task *task_id*: its intent's request first, then what makes the task hinge on the policy and need a change."""
     for attempt in range(20):
         rng = random.Random(f"projects-task:{seed}:{task_id}" + (f":{attempt}" if attempt else ""))
-        task = _make_task(task_id, rng, wording, intents[task_id % len(intents)])
+        task = _make_task(task_id, rng, wording, intents[task_id % len(intents)], pair_named=attempt < 10)
         if task is not None:
             return task
     raise RuntimeError(f"projects: no task {task_id} with a request the policy decides (seed {seed})")
 
 
-def _make_task(task_id: int, rng: random.Random, wording: str, intent: str) -> EnvTask | None:
+def _make_task(task_id: int, rng: random.Random, wording: str, intent: str, pair_named: bool = True) -> EnvTask | None:
     db = world(rng)
     project = rng.choice([p.project_id for p in db.projects])
     user = db.projects[project].manager
@@ -340,6 +354,8 @@ def _make_task(task_id: int, rng: random.Random, wording: str, intent: str) -> E
         kinds.append(rng.choice(WRITES))
     if rng.random() < (0.5 if len(kinds) == 1 else 0.15 if len(kinds) == 2 else 0):
         kinds.append(rng.choice(WRITES))
+    if "forbidden" in kinds and rng.random() < NAMED_BESIDE:
+        kinds.append("assign")
     rng.shuffle(kinds)  # the request the policy decides may come at any point
     if "reassign" in kinds:  # its leave changes who may take what: raised first, every later request sees it
         kinds.remove("reassign")
@@ -356,6 +372,9 @@ def _make_task(task_id: int, rng: random.Random, wording: str, intent: str) -> E
         return None
     if not any(r.changes and not r.forbidden for r in requests):
         return None
+    named = [r for r in requests if r.kind == "assign"]
+    if pair_named and named and all(r.forbidden for r in named) and rng.random() < NAMED_BESIDE:
+        return None  # mostly, a person named for a task the policy rules out comes with one who may take a task
     person = db.people[user]
     identity = (Slot("email", person.email, c.words("email", email=person.email)),)
     goal = Goal(person.name, identity, tuple(requests), {}, rng.choice(("polite", "terse", "chatty")), wording)
