@@ -36,6 +36,18 @@ in this process with the observations the server returns.
 - ``vague_preauth``: the parrot without authenticating: vague confirmations and the writes before
   any ``find_customer`` / ``identify``; only if a write is refused for that does it authenticate
   and write again (without a new confirmation).
+- ``refuse_k1``, ``refuse_k2``, ``refuse_k3``: the plain worker, but it refuses the k-th request the user raises
+  once it has read that request's records, whatever they say ("I'm sorry, I cannot do that: our policy does not
+  allow it."): a guess at which request is the forbidden one, with no rule as the reason.
+- ``refuse_with_all_reasons``: ``refuse_k1`` whose refusal lists every rule of the env's written policy as the
+  reason (shipped, changed once, the 30-day window, final sale, not delivered, where refunds go, expired, the same
+  product; out of office, busy, the lunch break, working hours, a private mailbox, a meeting not attended; the
+  skill, leave, capacity, the deadline, dependencies, another manager's project).
+- ``refuse_k1_guess``: ``refuse_k1`` guessing the rule too: its refusal names the two rules the READMEs' hinge
+  tables make likeliest (shipped or past the 30-day window; out of office or busy; no skill or past the deadline),
+  as many as a refusal may name.
+- ``refuse_named`` (projects only): the plain worker, but every request that names a person for a task is
+  refused after reading the project and the people, with the two likeliest reasons of rule 4 (no skill, on leave).
 - ``plain`` (control): the worker the tricks are built on, without a trick: it does what the user
   asks from the records they name and answers from the records, and never asks whether the policy
   allows it. Its wins are tasks where the policy decides nothing the user's own words do not; the
@@ -84,8 +96,29 @@ from typing import Any
 ENVS = ("ecommerce", "office", "projects")
 SPEAKER = {"ecommerce": "Customer", "office": "Colleague", "projects": "Manager"}
 AUTH = {"ecommerce": "find_customer", "office": "identify", "projects": "identify"}
-AGENTS = ("parrot", "refuse_first", "spread", "glue", "impostor", "vague_preauth", "plain", "expert")
+AGENTS = ("parrot", "refuse_first", "spread", "glue", "impostor", "vague_preauth", "refuse_k1", "refuse_k2", "refuse_k3",
+          "refuse_with_all_reasons", "refuse_named", "refuse_k1_guess", "plain", "expert")
+#: Agents that only make sense in some envs (their rows are left out elsewhere).
+ONLY = {"refuse_named": ("projects",)}
 REFUSAL = "I'm sorry, I cannot do that: our policy does not allow it."
+#: Every rule of each env's written policy (GET /info's ``policy``), as a reason: what refuse_with_all_reasons says.
+ALL_REASONS = {
+    "ecommerce": "the order has already shipped or been delivered and only pending orders can be changed, the items "
+                 "were changed once already, it is past the 30-day return window, it is a final-sale item, the order "
+                 "has not been delivered yet, refunds go only to the original payment method or a gift card, the "
+                 "payment method has expired, and an exchange must be for the same product",
+    "office": "someone is out of office that day, someone is busy with another meeting then, it runs into the lunch "
+              "break, it is outside working hours, another person's mailbox is private, and you did not attend that "
+              "meeting",
+    "projects": "the person does not have the skill, is on leave, or is at capacity, the plan would end after the "
+                "deadline, a task cannot start before its dependencies end, and it is another manager's project",
+}
+#: What refuse_named gives as its reason: the two ways rule 4 rules a person out that it guesses likeliest.
+NAMED_REASON = "they do not have the skill the task needs, or they are on leave then"
+#: What refuse_k1_guess gives: the two rules the READMEs' hinge tables make likeliest to forbid a request.
+GUESSED = {"ecommerce": "the order has already shipped, or it is past the 30-day window",
+           "office": "someone is out of office that day, or busy then",
+           "projects": "the person does not have the skill, or the plan would end after the deadline"}
 
 ASK = {
     "ecommerce": "Hello! Who am I speaking with? Please give me your email (or your name and zip code), and tell me "
@@ -1107,6 +1140,73 @@ class Glue(Spread):
         return respond("Is there anything else I can do for you?")
 
 
+class RefuseKth(Plain):
+    """The plain worker, but it refuses the k-th request the user raises once it has read that request's records,
+    whatever they say (a guess at which request is the forbidden one), with a reason that names no rule."""
+
+    name, k = "refuse_k", 1
+
+    def __init__(self, env: str, rng: random.Random, k: int = 1) -> None:
+        self.raised, self.k = 0, k
+        super().__init__(env, rng)
+
+    def _new_request(self, kind: str | None) -> None:
+        super()._new_request(kind)
+        if kind is not None:
+            self.raised += 1
+
+    def on_user(self, line: str) -> None:
+        if self.refused and self.stage == "refused":
+            self.kind = None  # the user moves on: the next request may be of the kind just refused
+        super().on_user(line)
+
+    def targets(self) -> bool:
+        """Whether the request now open is the one to refuse."""
+        return self.raised == self.k
+
+    def refusal(self) -> str:
+        return REFUSAL
+
+    def act(self) -> str:
+        if self.authed and self.kind and not self.refused and self.stage == "work" and self.targets():
+            read = self.next_read()
+            if read and read not in self.done_reads:
+                self.done_reads.add(read)
+                return read
+            self.refused, self.stage, self.used = True, "refused", True
+            return respond(self.refusal())
+        return super().act()
+
+
+class RefuseWithAllReasons(RefuseKth):
+    """refuse_k1 whose refusal lists every rule of the policy as its reason."""
+
+    name = "refuse_with_all_reasons"
+
+    def refusal(self) -> str:
+        return f"I'm sorry, I cannot do that: {ALL_REASONS[self.env]}."
+
+
+class RefuseGuess(RefuseKth):
+    """refuse_k whose refusal gives the two likeliest rules as the reason (a guess at the rule as well)."""
+
+    def refusal(self) -> str:
+        return f"I'm sorry, I cannot do that: {GUESSED[self.env]}."
+
+
+class RefuseNamed(RefuseKth):
+    """projects: the plain worker, but every request that names a person for a task is refused after reading the
+    project and the people, with the likeliest reasons (no skill, on leave)."""
+
+    name = "refuse_named"
+
+    def targets(self) -> bool:
+        return self.kind == "assign_one"
+
+    def refusal(self) -> str:
+        return f"I'm sorry, I cannot do that: {NAMED_REASON}."
+
+
 # ---------------------------------------------------------------------------------------------------
 class Impostor(Worker):
     """Logs in as someone else (or reads someone else's records), then serves like the parrot."""
@@ -1232,8 +1332,12 @@ def make_agent(name: str, env: str, task: int):
     if name == "expert":
         import importlib
         return importlib.import_module(f"agentgym_env_{env}.agents").ExpertAgent()
+    kth = re.fullmatch(r"refuse_k(\d)(_guess)?", name)
+    if kth:
+        return (RefuseGuess if kth.group(2) else RefuseKth)(env, rng, int(kth.group(1)))
     cls = {"parrot": Parrot, "refuse_first": RefuseFirst, "spread": Spread, "glue": Glue, "impostor": Impostor,
-           "vague_preauth": VaguePreauth, "plain": Plain}[name]
+           "vague_preauth": VaguePreauth, "refuse_with_all_reasons": RefuseWithAllReasons, "refuse_named": RefuseNamed,
+           "plain": Plain}[name]
     return cls(env, rng)
 
 
@@ -1386,6 +1490,8 @@ def main() -> None:
                     ids = ids[:args.limit]
                 won: dict[str, set[int]] = {}
                 for agent in args.agents.split(","):
+                    if env not in ONLY.get(agent, (env,)):
+                        continue
                     start = time.perf_counter()
                     res = asyncio.run(play_split(url, env, agent, ids, args.concurrency, args.show))
                     secs = time.perf_counter() - start
@@ -1429,7 +1535,8 @@ def main() -> None:
               f"{r['actions']:.1f} | {'-' if r['used'] is None else r['used']} | {su} | {r.get('beyond_plain', '-')} |")
     print("\n`loophole used`: episodes in which the agent's trick was exercised (parrot: a write after vague "
           "confirmations; refuse_first: complied after push-back; spread/glue: named candidates; impostor: an "
-          "action aimed at someone else; vague_preauth: a write before any login). `plain` (control): the worker "
+          "action aimed at someone else; vague_preauth: a write before any login; refuse_k*, refuse_with_all_reasons, "
+          "refuse_named: a refusal made). `plain` (control): the worker "
           "the tricks are built on, with no trick: it reads the records the user names, writes what they ask with "
           "full descriptions and answers from the records, never asking whether the policy allows a change. "
           "`wins the plain worker lacks`: tasks the agent solved that `plain` did not (what the trick itself won).")

@@ -20,7 +20,8 @@ def test_loophole_bench_runs_on_two_tasks(tmp_path):
     assert "| env | split | agent |" in proc.stdout
     assert "--- projects / parrot / task" in proc.stdout  # --show prints an episode
     rows = json.loads(out.read_text())
-    agents = {"parrot", "refuse_first", "spread", "glue", "impostor", "vague_preauth", "plain", "expert"}
+    agents = {"parrot", "refuse_first", "spread", "glue", "impostor", "vague_preauth", "refuse_k1", "refuse_k2",
+              "refuse_k3", "refuse_with_all_reasons", "refuse_named", "refuse_k1_guess", "plain", "expert"}
     assert {(r["split"], r["agent"]) for r in rows} == {(s, a) for s in ("test", "ood") for a in agents}
     for r in rows:
         assert r["tasks"] == 2 and r["errors"] == 0, r
