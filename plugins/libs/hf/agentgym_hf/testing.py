@@ -14,6 +14,7 @@ Nothing here imports torch until a fixture is used.
 from __future__ import annotations
 
 import importlib.util
+import shutil
 from pathlib import Path
 from typing import Any
 
@@ -27,13 +28,24 @@ def tiny_model_dir(root: str | Path, *, seed: int = 3) -> Path:
     target = Path(root) / "tiny-model"
     if (target / "config.json").exists():
         return target
-    from .loading import load_tokenizer, tiny_random_model
+    built = _BUILT.get(seed)
+    if built is not None and (built / "config.json").exists():  # the same model, built earlier in this process
+        shutil.copytree(built, target)
+        return target
+    from .loading import load_tokenizer, quiet_loading, tiny_random_model
 
     tok = load_tokenizer("smollm2-135m-instruct")
     model = tiny_random_model(tok, seed=seed)
-    model.save_pretrained(str(target))
+    with quiet_loading():
+        model.save_pretrained(str(target))
     tok.save_pretrained(str(target))
+    _BUILT[seed] = target
     return target
+
+
+#: Seed -> a folder :func:`tiny_model_dir` built in this process: later calls copy it (milliseconds) instead of
+#: building and saving the model again (about a second each, dozens of times in the test suite).
+_BUILT: dict[int, Path] = {}
 
 
 if importlib.util.find_spec("pytest") is not None:  # tiny_model_dir works without pytest
