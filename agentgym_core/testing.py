@@ -95,7 +95,7 @@ class ComponentOptionsError(EnvContractError):
 #: config sections): an engine's model and the ``model`` section's keys, a trainer's run config,
 #: plugin manager and resume directory. Any other named parameter of ``__init__`` restates an option.
 KIND_PARAMETERS: dict[str, tuple[str, ...]] = {
-    "engines": ("model", "tokenizer", "dtype", "chat_template", "max_context"),
+    "engines": ("model", "tokenizer", "dtype", "chat_template", "max_context", "own_weights"),
     "trainers": ("config", "manager", "resume"),
 }
 
