@@ -58,10 +58,6 @@ class Estimator:
     def estimate(self) -> Callable[..., Any]:
         return _load(self.function)
 
-    @property
-    def needs_value(self) -> bool:  # the updater's older spelling, until it reads needs_critic
-        return self.needs_critic
-
 
 @dataclass(frozen=True)
 class PolicyLoss:

@@ -42,7 +42,7 @@ class RLTrainer(Trainer):
 
     def __init__(self, config: Any, manager: Any, *, resume: Optional[str] = None, **options: Any) -> None:
         super().__init__(config, manager, resume=resume, **options)
-        self.signal = SignalWatch(self.settings.algorithm)
+        self.signal = SignalWatch(self.settings.algorithm, rewards=[r.name for r in self.config.rewards])
         #: The rollout worker of an asynchronous run (trainer.max_staleness > 0), started at the first step.
         self.worker: Any = None
         self.pending: dict = {}  # batches a resumed pipelined run played before its checkpoint
@@ -191,7 +191,7 @@ class RLTrainer(Trainer):
         engine running the live model only drops what it cached under the old weights.
         """
         start = time.perf_counter()
-        if getattr(self.engine, "shares_weights", False):
+        if self.engine.shares_weights:
             self.engine.update_weights(self.module.lm)
         elif self.fsdp:  # every process gathers the full weights (collective) and loads its engine's copy
             full = self.dist.full_state_dict(self.module.lm, main_only=False)

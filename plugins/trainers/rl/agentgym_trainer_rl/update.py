@@ -192,7 +192,7 @@ class Updater:
         # KL as a reward penalty needs the pre-update log-probs before the update pass too.
         need_old = not self.single_pass or (self.opts.kl_mode == "reward" and self.kl_coef > 0)
         need_ref = self.opts.kl_coef > 0
-        need_values = self.algorithm.needs_value
+        need_values = self.algorithm.needs_critic
         if not (need_old or need_ref or need_values):
             return
         module = self.module

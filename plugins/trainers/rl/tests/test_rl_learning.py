@@ -62,7 +62,7 @@ def train(name: str, turns: int, steps: int = 20) -> list[float]:
     torch.set_num_threads(1)  # tiny tensors: more threads only contend on a shared machine
     lm = tiny_lm()
     algo = ALGORITHMS[name]
-    policy = PolicyModule(lm, value_head=algo.needs_value)
+    policy = PolicyModule(lm, value_head=algo.needs_critic)
     opt = torch.optim.Adam(policy.parameters(), lr=1e-2)
     updater = Updater(policy, opt, algo, UpdateSettings(ppo_epochs=1, mini_batches=2, grad_accum=1),
                       EstimatorOptions(gamma=1.0, lam=1.0))

@@ -59,7 +59,7 @@ def build(lora: bool, algorithm: str, share: bool, **opts):
             if "lora_B" in name:  # non-zero adapters, so the reference differs from the policy
                 torch.nn.init.normal_(p, std=0.2, generator=torch.Generator().manual_seed(3))
     algo = ALGORITHMS[algorithm]
-    policy = PolicyModule(lm, value_head=algo.needs_value)
+    policy = PolicyModule(lm, value_head=algo.needs_critic)
     if policy.value_head is not None:
         torch.nn.init.normal_(policy.value_head.weight, std=0.1, generator=torch.Generator().manual_seed(4))
     reference = None if lora or not opts.get("kl_coef") else PolicyModule(copy.deepcopy(tiny_lm(seed=5)))

@@ -40,7 +40,7 @@ TRAJS = [episode([0, 1], seed=1), episode([0, 0], seed=2), episode([-0.3, 1], se
 
 def updater(algorithm="grpo", reference=False, **opts):
     torch.set_num_threads(1)
-    policy = PolicyModule(tiny_lm(5), value_head=ALGORITHMS[algorithm].needs_value)
+    policy = PolicyModule(tiny_lm(5), value_head=ALGORITHMS[algorithm].needs_critic)
     opt = torch.optim.SGD(policy.parameters(), lr=0.5)
     ref = PolicyModule(frozen_copy(tiny_lm(7))) if reference else None
     opts.setdefault("max_grad_norm", 1e9)

@@ -51,7 +51,7 @@ HALF = group(0, [1.0, 0.0, 0.0], 5) + group(1, [0.5, 0.5, 0.5], 6)
 
 def updater(skip: bool, algorithm: str = "grpo", reference: bool = False, **opts) -> Updater:
     torch.set_num_threads(1)
-    policy = PolicyModule(tiny_lm(5), value_head=ALGORITHMS[algorithm].needs_value)
+    policy = PolicyModule(tiny_lm(5), value_head=ALGORITHMS[algorithm].needs_critic)
     params = [p for p in policy.parameters() if p.requires_grad]
     optimizer = torch.optim.AdamW(params, lr=1e-2, weight_decay=0.1)
     ref = PolicyModule(frozen_copy(tiny_lm(7))) if reference else None
