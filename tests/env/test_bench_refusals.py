@@ -3,7 +3,7 @@ refuse win nothing over HTTP on a sample of every service env's test and OOD tas
 
 - ``refuse_k1``..``refuse_k3``: the plain worker refusing the k-th request once it has read it, with a reason that
   names no rule ("our policy does not allow it"); before refusals had to give the reason, ``refuse_k1`` won 11.5% of
-  ecommerce test (10.5% OOD), 5.6% of office and projects test;
+  ecommerce test (12.0% OOD), 6.6% of office test and 5.6% of projects test;
 - ``refuse_with_all_reasons``: ``refuse_k1`` listing every rule of the policy (a list, not a reason);
 - ``refuse_named`` (projects): every request that names a person refused, with the likeliest reasons (no skill, on
   leave); a named person is now allowed about as often as ruled out.
