@@ -136,3 +136,10 @@ def normaliser(mask: torch.Tensor, mode: str, norm_tokens: float = 1.0) -> float
     if mode == "seq-mean-token-sum-norm":
         return float(mask.shape[0]) * norm_tokens
     return float((mask.sum(dim=1) > 0).sum())
+
+
+def adaptive_kl_coef(coef: float, kl: float, target: float, episodes: float, horizon: float) -> float:
+    """Ziegler et al. 2019, sec. 2.2: coef * (1 + clip(kl / target - 1, -0.2, 0.2) * episodes / horizon)
+    (verl's AdaptiveKLController, with the step's episodes as n_steps)."""
+    error = min(max(kl / target - 1.0, -0.2), 0.2)
+    return coef * (1.0 + error * episodes / horizon)

@@ -11,6 +11,7 @@ through the same :class:`~agentgym_trainer_rl.batch.PrefixPlan` as whole episode
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Optional
 
 import torch
 
@@ -105,3 +106,18 @@ def forward_rows(batch: Batch) -> ForwardRows | None:
     cat = torch.cat
     return ForwardRows(ids, attention, mask, groups, (cat(src_r), cat(src_p)), (cat(dst_b), cat(dst_p)),
                        tuple(batch.input_ids.shape))
+
+
+def forward_work(attention_mask: torch.Tensor, loss_mask: torch.Tensor, plan: Optional[PrefixPlan]) -> dict[str, float]:
+    """What one policy forward over these rows computes, for :mod:`agentgym_core.profiling`: ``tokens``
+    run (real tokens, less those a shared prefix ran once for many rows), ``attended`` (query-key pairs
+    of causal attention over them) and ``head`` (positions the LM head ran: the trained ones)."""
+    lengths = attention_mask.sum(dim=1).double()
+    tokens = float(lengths.sum())
+    attended = float((lengths * (lengths + 1) / 2).sum())
+    if plan is not None and plan.shares:
+        tokens -= plan.saved_tokens
+        for rows, p in plan.segments:  # each row's shared prefix ran once: its pairs, less once per segment
+            if p > 0:
+                attended -= (len(rows) - 1) * p * (p + 1) / 2
+    return {"tokens": tokens, "attended": attended, "head": float((loss_mask[:, 1:] > 0).sum())}
