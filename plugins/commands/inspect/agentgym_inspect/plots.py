@@ -9,7 +9,7 @@ import math
 from pathlib import Path
 from typing import Any
 
-from agentgym_core.errors import AgentGymError
+from agentgym_core import AgentGymError
 
 #: file stem -> (title, y label, [(metric, legend label)]). ``turns`` also draws the horizon.
 CURVES: dict[str, tuple[str, str, list[tuple[str, str]]]] = {

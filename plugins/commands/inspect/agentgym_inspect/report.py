@@ -147,7 +147,7 @@ def write_report(run_dir: str | Path, *, episodes: int = 3, render: bool = True)
     plots: list[Path] = []
     note = ""
     if render:
-        from agentgym_core.errors import AgentGymError
+        from agentgym_core import AgentGymError
         from .plots import render_plots
 
         try:

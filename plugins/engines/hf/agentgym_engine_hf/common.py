@@ -14,7 +14,7 @@ from typing import Any
 
 import torch
 
-from agentgym_core.engine import SamplingParams
+from agentgym_core import SamplingParams
 
 #: Shorter common prefixes (and ones under a fifth of the prompt) are recomputed.
 MIN_SHARED_PREFIX = 64

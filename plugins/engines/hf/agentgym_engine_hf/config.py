@@ -36,7 +36,7 @@ class HFEngineConfig:
     DECODE_MODES = ("plain", "static")
 
     def __post_init__(self) -> None:
-        from agentgym_core.config_schema import check_range
+        from agentgym_core import check_range
 
         check_range("engine.max_batch_size", self.max_batch_size, ge=1)
         check_range("engine.max_cached_episodes", self.max_cached_episodes, ge=0, note="0: keep none")

@@ -14,7 +14,7 @@ from typing import Any
 
 import torch
 
-from agentgym_core.engine import Engine, GenerationRequest, GenerationResult, engine_settings
+from agentgym_core import Engine, GenerationRequest, GenerationResult, engine_settings
 from agentgym_hf.kvcache import cache_arg
 from agentgym_hf.loading import load_model, prepare_tokenizer, resolve_dtype
 

@@ -16,8 +16,7 @@ from dataclasses import dataclass
 import torch
 from transformers import DynamicCache
 
-from agentgym_core.engine import GenerationRequest, GenerationResult
-from agentgym_core.profiling import phase
+from agentgym_core import GenerationRequest, GenerationResult, phase
 from agentgym_hf.kvcache import KV, SlabCache, append, buffers, grown, layers, left_padded, out_cache
 
 from .common import (PREFIX_CANDIDATES, DecodeTarget, check_request, common_prefix, eval_mode, hits_stop,

@@ -21,7 +21,7 @@ import torch
 from transformers import DynamicCache
 from transformers.cache_utils import Cache, DynamicLayer
 
-from agentgym_core.profiling import phase
+from agentgym_core import phase
 
 from .sampling import counter_uniforms, sample_fixed, seed_words
 

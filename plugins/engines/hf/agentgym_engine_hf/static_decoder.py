@@ -25,8 +25,7 @@ from typing import Any
 
 import torch
 
-from agentgym_core.engine import GenerationRequest, GenerationResult
-from agentgym_core.profiling import phase
+from agentgym_core import GenerationRequest, GenerationResult, phase
 
 from .common import DecodeTarget, check_request, eval_mode, hits_stop
 from .graphs import CudaBackend, GraphFailure, StepGraphs, batch_bucket, length_bucket

@@ -18,7 +18,7 @@ import numpy as np
 import torch
 from torch import nn
 
-from agentgym_core.errors import AgentGymError
+from agentgym_core import AgentGymError
 from agentgym_core.rundir import finite_or_null
 
 from .loading import peft_quiet

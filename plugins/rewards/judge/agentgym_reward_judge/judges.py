@@ -18,7 +18,7 @@ from collections.abc import Callable, Coroutine, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Dict, Optional
 
-from agentgym_core.errors import AgentGymError, ConfigError
+from agentgym_core import AgentGymError, ConfigError
 
 KINDS = ("openai", "engine")
 #: The model of a local judge (``kind: engine``) whose ``model`` is unset.
@@ -71,7 +71,7 @@ class JudgeSettings:
     prefill: Optional[bool] = None
 
     def __post_init__(self) -> None:
-        from agentgym_core.config_schema import check_range
+        from agentgym_core import check_range
 
         if self.kind not in KINDS:
             raise ValueError(f"judge.kind must be one of {', '.join(KINDS)}, got {self.kind!r}")
@@ -227,7 +227,7 @@ class EngineJudge:
         """The engine, built on first use from the registry (the way ``agentgym_service.model_user`` does)."""
         with self._lock:
             if self._engine is None:
-                from agentgym_core.plugins import get_plugin_manager
+                from agentgym_core import get_plugin_manager
 
                 s = self.settings
                 cls = get_plugin_manager().registry("engines").get(s.engine).load()
@@ -238,7 +238,7 @@ class EngineJudge:
         return await asyncio.to_thread(self._generate, list(prompts))
 
     def _generate(self, prompts: list[list[dict[str, str]]]) -> list[Answer]:
-        from agentgym_core.engine import GenerationRequest, SamplingParams
+        from agentgym_core import GenerationRequest, SamplingParams
 
         engine, s = self.engine(), self.settings
         tokenizer = engine.tokenizer

@@ -17,8 +17,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, Optional
 
-from agentgym_core.components import Reward
-from agentgym_core.options import config_from, refuse_unknown_options
+from agentgym_core import Reward, config_from, refuse_unknown_options
 
 from .cache import VerdictCache, cache_file, cache_key
 from .judges import JudgeSettings, LoopThread, make_judge
@@ -59,7 +58,7 @@ class JudgeConfig:
     task: Any = None
 
     def __post_init__(self) -> None:
-        from agentgym_core.config_schema import check_range
+        from agentgym_core import check_range
 
         if isinstance(self.judge, dict):
             refuse_unknown_options("judge reward: judge", JudgeSettings, self.judge)

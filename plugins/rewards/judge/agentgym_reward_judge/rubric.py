@@ -22,7 +22,7 @@ from typing import Any, Optional
 
 import yaml
 
-from agentgym_core.errors import ConfigError
+from agentgym_core import ConfigError
 
 #: Bumped whenever the prompt the judge sees changes: cached verdicts of an older prompt are not reused.
 PROMPT_VERSION = 1

@@ -195,7 +195,7 @@ def save_pending(checkpoint: Path, pending: dict[int, Played], rank: int) -> Non
 
 def load_pending(checkpoint: Path, rank: int) -> dict[int, Played]:
     """The batches :func:`save_pending` wrote into *checkpoint* for *rank* ({} when there are none)."""
-    from agentgym_core.rollout.trajectory import Trajectory
+    from agentgym_core import Trajectory
 
     out: dict[int, Played] = {}
     target = Path(checkpoint) / PENDING / f"rank{rank}"

@@ -146,7 +146,7 @@ def build_batch(trajectories: Sequence[Any], pad_id: int = 0) -> Batch:
     An episode with a reply sampled from another context than its prefix gets its training
     segments (:func:`agentgym_core.rollout.segments.training_segments`) in ``Batch.segments``.
     """
-    from agentgym_core.rollout.segments import needs_segments, training_segments
+    from agentgym_core import needs_segments, training_segments
 
     if not trajectories:
         raise ValueError("cannot build a batch from zero trajectories")

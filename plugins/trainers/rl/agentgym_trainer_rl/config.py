@@ -4,9 +4,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Optional
 
-from agentgym_core.config_schema import check_range
-from agentgym_core.errors import did_you_mean
-from agentgym_core.trainer import TrainerConfig
+from agentgym_core import TrainerConfig, check_range, did_you_mean
 from agentgym_hf.options import FinetuneConfig
 
 from .registry import ESTIMATORS, POLICY_LOSSES, default_loss_agg, grouped_names, methods

@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from agentgym_core.errors import AgentGymError
+from agentgym_core import AgentGymError
 
 GIB = 1024**3
 

@@ -46,7 +46,7 @@ def step_metrics(step: int, horizon: int, trajs: list, train: dict, stats: dict,
 def prefix_breaks(trajs: list) -> int:
     """Replies whose prompt did not extend the reply before it (a moved history window, an external agent that
     rewrote its history): each starts a training segment of its own."""
-    from agentgym_core.rollout.segments import needs_segments, training_segments
+    from agentgym_core import needs_segments, training_segments
 
     return sum(len(training_segments(t)) - 1 for t in trajs if needs_segments(t))
 

@@ -7,7 +7,7 @@ The run directory itself (layout, atomic checkpoint folders, ``latest``) is core
 """
 from __future__ import annotations
 
-from agentgym_core.cursor import TaskCursor
+from agentgym_core import TaskCursor
 from agentgym_hf.training import ResumeError, load_trainer_state, rng_state, set_rng_state, write_checkpoint
 
 __all__ = ["ResumeError", "TaskCursor", "load_trainer_state", "rng_state", "set_rng_state", "write_checkpoint"]

@@ -17,8 +17,7 @@ from typing import Any, Iterator, Optional
 
 import torch
 
-from agentgym_core.errors import ConfigError
-from agentgym_core.trainer import EnvFailing, StepResult, Trainer, TrainingDiverged
+from agentgym_core import ConfigError, EnvFailing, StepResult, Trainer, TrainingDiverged
 
 from .algorithms import EstimatorOptions
 from .asynchronous import async_metrics, load_pending, publish_weights, save_pending, take_batch
@@ -51,7 +50,7 @@ class RLTrainer(Trainer):
     def init_processes(self) -> None:
         from accelerate import Accelerator
 
-        from agentgym_core.backend import resolve_backend
+        from agentgym_core import resolve_backend
 
         self.backend = resolve_backend(self.manager, self.config.backend)
         self.backend.setup()
@@ -177,7 +176,7 @@ class RLTrainer(Trainer):
 
     # -- pieces of a step ------------------------------------------------------------------
     def _rollout(self, tasks: list[tuple[int, int]], horizon: int, step: int, seed: int) -> tuple[list, dict]:
-        from agentgym_core.rollout.runner import rollout
+        from agentgym_core.rollout import rollout
 
         stats: dict[str, Any] = {}
         trajs = self.run_async(rollout(self.parts, tasks, max_turns=horizon, step=step, seed=seed, stats=stats))

@@ -13,7 +13,8 @@ from typing import Any, Optional
 
 import torch
 
-from agentgym_core.profiling import phase, profiling
+from agentgym_core import phase
+from agentgym_core.profiling import profiling
 
 from .algorithms import EstimatorOptions, lone_groups
 from .config import UpdateConfig, effective_loss_agg

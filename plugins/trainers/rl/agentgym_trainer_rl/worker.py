@@ -25,7 +25,7 @@ class RolloutWorker:
 
     def __init__(self, trainer: Any, engine_model: Any, *, first: int, total: int, version: int,
                  pending: dict[int, Played], cursor_state: dict) -> None:
-        from agentgym_core.cursor import TaskCursor
+        from agentgym_core import TaskCursor
 
         tc = trainer.settings
         self.config, self.manager = trainer.config, trainer.manager
@@ -128,7 +128,7 @@ class RolloutWorker:
     def _main(self) -> None:
         import torch
 
-        from agentgym_core.assembly import assemble
+        from agentgym_core import assemble
 
         if self.threads > 0:  # this thread's torch ops (the trainer's thread keeps its own count)
             torch.set_num_threads(self.threads)
@@ -173,7 +173,7 @@ class RolloutWorker:
             self.busy_s += busy
 
     def _pipelined(self, loop: asyncio.AbstractEventLoop, parts: Any) -> None:
-        from agentgym_core.rollout.runner import rollout
+        from agentgym_core.rollout import rollout
 
         for step in range(self.first, self.total):
             tasks = self._tasks(step)  # (taken for a pending step too: the cursor moves on the same way)
@@ -202,8 +202,7 @@ class RolloutWorker:
     async def _stream(self, parts: Any) -> None:
         """async: ``rollout.concurrency`` episodes in flight at all times; a group goes to the trainer when
         its last episode ends; no group is started for step ``s`` before version ``s - K`` exists."""
-        from agentgym_core.rollout.batcher import GenerationBatcher
-        from agentgym_core.rollout.loop import EpisodeLoop, Task
+        from agentgym_core import EpisodeLoop, GenerationBatcher, Task
 
         cfg, agent, strategy = self.config, parts.agent, parts.strategy
         size = int(cfg.rollout.group_size)

@@ -20,10 +20,8 @@ from typing import Any, Iterator
 
 import torch
 
-from agentgym_core.cursor import TaskCursor
-from agentgym_core.errors import ConfigError
-from agentgym_core.profiling import phase, profiling
-from agentgym_core.trainer import StepResult, Trainer
+from agentgym_core import ConfigError, StepResult, TaskCursor, Trainer, phase
+from agentgym_core.profiling import profiling
 
 from .config import SFTConfig
 from .data import Encoded, collate, encode_all
@@ -41,7 +39,7 @@ class SFTTrainer(Trainer):
 
     # -- setup -------------------------------------------------------------------------------
     def init_processes(self) -> None:
-        from agentgym_core.backend import resolve_backend
+        from agentgym_core import resolve_backend
 
         if int(os.environ.get("WORLD_SIZE", "1")) > 1:
             raise ConfigError("trainer.name=sft trains in one process: drop --num-processes (a 135M-1B model's warm "
@@ -66,8 +64,7 @@ class SFTTrainer(Trainer):
     def data(self) -> Encoded:
         """The training rows (read and tokenised once)."""
         if self._encoded is None:
-            from agentgym_core.demos import read_conversations
-            from agentgym_core.rollout.chat import ChatFormat
+            from agentgym_core import ChatFormat, read_conversations
             from agentgym_hf.loading import load_tokenizer
 
             s = self.settings
@@ -88,7 +85,7 @@ class SFTTrainer(Trainer):
         if path == self._recorded:
             return path
         if self.main and not path.is_file():
-            from agentgym_core.demos import record_demos
+            from agentgym_core import record_demos
 
             if "env" not in self.config:
                 raise ConfigError("trainer.demos_expert plays the config's env, which has no env section")
@@ -137,7 +134,7 @@ class SFTTrainer(Trainer):
         self.cursor = TaskCursor(list(range(len(enc.rows))), int(cfg.run.seed), what=f"trainer data {self.data_path()}")
         self.engine_copy = False
         if "env" in cfg:
-            from agentgym_core.demos import check_not_held_out
+            from agentgym_core import check_not_held_out
 
             self.assemble_parts()
             check_not_held_out(self._conversations, self.parts.env, cfg.eval.split)
@@ -154,7 +151,7 @@ class SFTTrainer(Trainer):
         """Say when the demonstrations were written for other agent settings than this run's."""
         import json
 
-        from agentgym_core.demos import meta_path
+        from agentgym_core import meta_path
 
         path = meta_path(self.data_path())
         if not path.is_file() or not self.main:

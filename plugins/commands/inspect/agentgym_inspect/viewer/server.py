@@ -11,7 +11,7 @@ HOST = "127.0.0.1"
 
 
 def _bind(port: int) -> socket.socket:
-    from agentgym_core.errors import AgentGymError
+    from agentgym_core import AgentGymError
 
     sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
