@@ -138,10 +138,7 @@ class RLTrainer(Trainer):
     def _build_components(self) -> None:
         self.assemble_parts()
         if self.fsdp:  # the engine cannot run sharded layers: it keeps its own full copy, synced after updates
-            engine_options = self.manager.registry("engines").get(self.config.engine.name).config_class()
-            on_device = {"device": str(self.accelerator.device)} if "device" in getattr(
-                engine_options, "__dataclass_fields__", {}) else {}  # (vLLM places itself)
-            self.parts.load_engine(self.config.model.path, **on_device)
+            self.parts.load_engine(self.config.model.path, device=str(self.accelerator.device))  # (vLLM places itself)
         elif self.bf16_engine_copy:  # bf16 decoding from the fp32 master weights: a copy, synced after updates
             self.parts.load_engine(engine_copy(self.module.lm, torch.bfloat16), self.tokenizer, own_weights=True)
         else:  # the engine runs the live policy
