@@ -66,6 +66,9 @@ class Played:
     waited_s: float = 0.0
     #: Seconds the worker spent playing it (rollout wall time).
     played_s: float = 0.0
+    #: Dynamic sampling (pipelined): task ids taken beyond ``rollout.tasks_per_step``, in extra rounds.
+    extra_ids: int = 0
+    rounds: int = 0
 
 
 class WeightStore:
@@ -189,7 +192,8 @@ def save_pending(checkpoint: Path, pending: dict[int, Played], rank: int) -> Non
     target.mkdir(parents=True, exist_ok=True)
     for step, played in pending.items():
         with open(target / f"step_{step:06d}.jsonl", "w", encoding="utf-8") as f:
-            f.write(json.dumps({"step": step, "horizon": played.horizon, "stats": played.stats}) + "\n")
+            f.write(json.dumps({"step": step, "horizon": played.horizon, "stats": played.stats,
+                                "extra_ids": played.extra_ids, "rounds": played.rounds}) + "\n")
             f.writelines(json.dumps(t.to_dict(), ensure_ascii=False, default=str) + "\n" for t in played.trajectories)
 
 
@@ -203,7 +207,8 @@ def load_pending(checkpoint: Path, rank: int) -> dict[int, Played]:
         lines = path.read_text(encoding="utf-8").splitlines()
         head = json.loads(lines[0])
         trajs = [Trajectory.from_dict(json.loads(line)) for line in lines[1:]]
-        out[int(head["step"])] = Played(int(head["step"]), trajs, head.get("stats") or {}, int(head["horizon"]))
+        out[int(head["step"])] = Played(int(head["step"]), trajs, head.get("stats") or {}, int(head["horizon"]),
+                                        extra_ids=int(head.get("extra_ids", 0)), rounds=int(head.get("rounds", 0)))
     return out
 
 
@@ -238,6 +243,7 @@ def take_batch(trainer: Any, step: int) -> tuple[int, list, dict, dict[str, floa
 
     played = trainer.worker.take(step, fresh)
     ids = trainer.cursor.take(cfg.rollout.tasks_per_step)  # the trainer's cursor: what a checkpoint saves
+    ids += trainer.cursor.take(played.extra_ids)  # dynamic sampling's extra rounds, taken as the worker took them
     if tc.async_mode == "pipelined":
         mine = sorted({tid for g, tid in enumerate(ids) if g % trainer.world == trainer.rank})
         got = sorted({t.task_id for t in played.trajectories})
@@ -253,6 +259,8 @@ def take_batch(trainer: Any, step: int) -> tuple[int, list, dict, dict[str, floa
                **{f"staleness_{age}": float(n) for age, n in sorted(hist.items())},
                "stale_dropped": float(sum(dropped)), "stale_dropped_total": float(trainer.worker.dropped),
                "rollout_play_s": played.played_s}
+    if tc.dynamic_sampling:
+        metrics["sampling_rounds"] = float(played.rounds)
     return played.horizon, trajs, played.stats, metrics
 
 

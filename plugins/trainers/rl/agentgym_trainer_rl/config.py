@@ -171,10 +171,11 @@ class RLConfig(UpdateConfig, FinetuneConfig, TrainerConfig):
         check_range("trainer.rollout_threads", self.rollout_threads, ge=0, note="0: torch's default")
         check_range("trainer.watchdog_s", self.watchdog_s, gt=0)
         if self.max_staleness > 0:
-            if self.dynamic_sampling:
-                raise ValueError("trainer.dynamic_sampling plays extra rounds of a step synchronously; with "
-                                 "trainer.max_staleness > 0 use trainer.dynamic_sampling=false (the asynchronous "
-                                 "trainer does not refill groups yet)")
+            if self.dynamic_sampling and self.async_mode == "async":
+                raise ValueError("trainer.dynamic_sampling with trainer.max_staleness > 0 runs in "
+                                 "trainer.async_mode=pipelined (the rollout worker plays a step's extra rounds by its "
+                                 "weights version); the async mode streams groups as they finish and does not refill "
+                                 "them yet: use trainer.async_mode=pipelined, or trainer.dynamic_sampling=false")
             if self.strategy == "fsdp":
                 raise ValueError("trainer.max_staleness > 0 runs with trainer.strategy=ddp (an FSDP rollout worker "
                                  "would need the gathered weights each step; not built yet)")

@@ -272,6 +272,10 @@ class RLTrainer(Trainer):
         if tc.max_staleness:  # the rollout worker played this step's batch (or is playing it)
             horizon, played, stats, extra = take_batch(self, step)
             trajs = played
+            if tc.dynamic_sampling:  # the worker played the extra rounds (pipelined)
+                trajs, sampled = self._keep_informative(played, step, len({t.group_id for t in played}),
+                                                        int(extra["sampling_rounds"]))
+                extra.update(sampled)
         else:
             horizon = int(self.scheduler.max_turns(step))
             task_ids = self.cursor.take(cfg.rollout.tasks_per_step)  # same on every rank
@@ -339,6 +343,14 @@ class RLTrainer(Trainer):
             groups += wanted - len(kept)
             played += more
             kept = informative_groups(played, tc.credit)
+        train, metrics = self._keep_informative(played, step, groups, rounds)
+        return played, train, metrics
+
+    def _keep_informative(self, played: list, step: int, groups: int, rounds: int) -> tuple[list, dict[str, float]]:
+        """The episodes of the first ``rollout.tasks_per_step`` informative groups of *played* (*groups* task groups
+        in *rounds* extra rounds) and dynamic sampling's metrics; says when it keeps hitting its cap."""
+        tc, wanted = self.settings, self.config.rollout.tasks_per_step
+        kept = informative_groups(played, tc.credit)
         train = keep_groups(played, kept, wanted) if kept else played  # nothing informative: the step trains nothing
         capped = len(kept) < wanted
         if capped:
@@ -352,7 +364,7 @@ class RLTrainer(Trainer):
         metrics = {"groups_played": float(groups), "groups_dropped": float(groups - min(len(kept), wanted)),
                    "groups_trained": float(min(len(kept), wanted)), "sampling_rounds": float(rounds),
                    "sampling_capped": float(capped)}
-        return played, train, metrics
+        return train, metrics
 
     def _watch_signal(self, step: int, trajs: list, everything: list) -> None:
         """Warn when no task group of the step could train (every episode of each group got the same reward)."""

@@ -31,7 +31,9 @@ class RolloutWorker:
         self.config, self.manager = trainer.config, trainer.manager
         self.rank, self.world = trainer.rank, trainer.world
         self.scheduler, self.tokenizer = trainer.scheduler, trainer.tokenizer
+        self.settings = tc
         self.k, self.mode, self.partial = int(tc.max_staleness), tc.async_mode, tc.partial_rollout
+        self.dynamic = bool(tc.dynamic_sampling)  # (pipelined only: the config refuses it in the async mode)
         self.watchdog, self.threads = float(tc.watchdog_s), int(tc.rollout_threads)
         self.engine_model = engine_model
         self.first, self.total = first, total
@@ -178,6 +180,7 @@ class RolloutWorker:
         for step in range(self.first, self.total):
             tasks = self._tasks(step)  # (taken for a pending step too: the cursor moves on the same way)
             if step in self._ready:
+                self.cursor.take(self._ready[step].extra_ids)
                 continue
             need = max(0, step - self.k)
             t0 = time.perf_counter()
@@ -193,11 +196,41 @@ class RolloutWorker:
             parts.score(trajs)
             for t in trajs:
                 t.step = step + 1
+            extra_ids = rounds = 0
+            if self.dynamic:
+                trajs, extra_ids, rounds = self._refill(loop, parts, trajs, step, horizon)
             t2 = time.perf_counter()
             self._account(t1 - t0, t2 - t1)
             with self._cond:
-                self._ready[step] = Played(step, trajs, stats, horizon, waited_s=t1 - t0, played_s=t2 - t1)
+                self._ready[step] = Played(step, trajs, stats, horizon, waited_s=t1 - t0, played_s=t2 - t1,
+                                           extra_ids=extra_ids, rounds=rounds)
                 self._cond.notify_all()
+
+    def _refill(self, loop: asyncio.AbstractEventLoop, parts: Any, trajs: list, step: int,
+                horizon: int) -> tuple[list, int, int]:
+        """Dynamic sampling in the pipelined mode: the extra rounds the synchronous trainer would play for *step*
+        (:meth:`RLTrainer._dynamic_sampling`: the same task ids, group numbers and seeds), by this batch's
+        weights version. Returns every episode played, the extra task ids taken and the rounds."""
+        from agentgym_core.rollout import rollout
+
+        from .sampling import informative_groups
+
+        tc, wanted, size = self.settings, int(self.config.rollout.tasks_per_step), int(self.config.rollout.group_size)
+        played, groups, rounds = list(trajs), wanted, 0
+        kept = informative_groups(played, tc.credit)
+        while len(kept) < wanted and rounds < tc.dynamic_sampling_rounds:
+            rounds += 1
+            ids = self.cursor.take(wanted - len(kept))
+            tasks = [(tid, groups + g) for g, tid in enumerate(ids) for _ in range(size)]
+            seed = zlib.crc32(f"{self.config.run.seed}/{step}/{self.rank}/{rounds}".encode())
+            more = loop.run_until_complete(rollout(parts, tasks, max_turns=horizon, step=step + 1, seed=seed, stats={}))
+            parts.score(more)
+            for t in more:
+                t.step = step + 1
+            groups += len(ids)
+            played += more
+            kept = informative_groups(played, tc.credit)
+        return played, groups - wanted, rounds
 
     async def _stream(self, parts: Any) -> None:
         """async: ``rollout.concurrency`` episodes in flight at all times; a group goes to the trainer when

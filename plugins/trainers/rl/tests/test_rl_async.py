@@ -18,7 +18,8 @@ from agentgym_hf.testing import tiny_model_dir  # noqa: E402
 from rl_helpers import kill_after_checkpoint, tiny_config, train_cli  # noqa: E402
 
 from agentgym_core.rollout.trajectory import Trajectory, Turn  # noqa: E402
-from agentgym_trainer_rl.asynchronous import Stalled, VersionedEngine, WeightStore, stale_groups  # noqa: E402
+from agentgym_trainer_rl.asynchronous import (  # noqa: E402
+    Played, Stalled, VersionedEngine, WeightStore, load_pending, save_pending, stale_groups)
 
 PIPELINED = {"trainer.max_staleness": "1", "trainer.steps": "5", "rollout.concurrency": "4", "rollout.lockstep": "true",
              "trainer.save_every": "1",
@@ -202,11 +203,23 @@ def test_asynchronous_settings_are_checked_and_the_behaviour_weight_is_on_by_def
 
     assert RLConfig().tis_cap is None and RLConfig(max_staleness=0).tis_cap is None  # synchronous: as it was
     assert RLConfig(max_staleness=2).tis_cap == 2.0 and RLConfig(max_staleness=2, tis_cap=1.5).tis_cap == 1.5
-    with pytest.raises(ValueError, match="dynamic_sampling=false"):
-        RLConfig(max_staleness=1, dynamic_sampling=True)
+    with pytest.raises(ValueError, match="use trainer.async_mode=pipelined, or trainer.dynamic_sampling=false"):
+        RLConfig(max_staleness=1, async_mode="async", dynamic_sampling=True)
+    assert RLConfig(max_staleness=1, dynamic_sampling=True).async_mode == "pipelined"  # the worker refills groups
     with pytest.raises(ValueError, match="strategy=ddp"):
         RLConfig(max_staleness=1, strategy="fsdp")
     with pytest.raises(ValueError, match="async_mode must be one of pipelined, async, got 'asynch'"):
         RLConfig(max_staleness=1, async_mode="asynch")
     with pytest.raises(ValueError, match="max_staleness"):
         RLConfig(max_staleness=-1)
+
+
+def test_batches_played_ahead_keep_their_extra_rounds_through_a_checkpoint(tmp_path):
+    """A pipelined run with dynamic sampling took extra task ids for a batch played ahead: the checkpoint says how
+    many, so the resumed worker's and trainer's cursors skip the same ids."""
+    played = {3: Played(3, [_episode(0, [2]), _episode(5, [2])], {"gen_tokens": 9}, horizon=4, extra_ids=3, rounds=2)}
+    save_pending(tmp_path, played, rank=0)
+    back = load_pending(tmp_path, rank=0)
+    assert list(back) == [3] and (back[3].extra_ids, back[3].rounds, back[3].horizon) == (3, 2, 4)
+    assert [t.group_id for t in back[3].trajectories] == [0, 5] and back[3].stats == {"gen_tokens": 9}
+    assert load_pending(tmp_path, rank=1) == {}

@@ -124,6 +124,50 @@ def test_dynamic_sampling_keeps_informative_groups(tmp_path, plugin_manager, reg
         assert r["groups_played"] == r["groups_trained"] + r["groups_dropped"]
 
 
+@pytest.mark.timeout(900)
+def test_the_pipelined_worker_plays_the_rounds_the_synchronous_trainer_plays(tmp_path, plugin_manager, register_plugin):
+    """trainer.max_staleness=1 (pipelined) with dynamic sampling: the rollout worker plays a step's extra rounds by
+    the batch's weights version. Step 1 is sampled by version 0 in both modes, so its episodes (every round: the
+    same task ids, group numbers and seeds) are the synchronous run's token for token; every step trains on
+    tasks_per_step informative groups."""
+    from agentgym_core import hookimpl
+    from agentgym_core.config import build_component, load_config
+    from agentgym_hf.testing import tiny_model_dir
+    from rl_helpers import tiny_config
+
+    plugin = types.ModuleType("parity_reward")
+
+    @hookimpl
+    def register_rewards(registry):
+        registry.add("parity", f"{__name__}:ParityReward")
+
+    plugin.register_rewards = register_rewards
+    register_plugin(plugin, "parity")
+    plugin_manager.load_entrypoints()
+    model = tiny_model_dir(tmp_path)
+
+    def train(name: str, **extra: str) -> tuple[list[dict], list[tuple]]:
+        cfg = load_config(None, tiny_config(model, tmp_path / "runs", name=name, **{
+            "trainer.steps": "3", "trainer.dynamic_sampling": "true", "trainer.dynamic_sampling_rounds": "6",
+            "rollout.group_size": "4", "rollout.concurrency": "4", "rollout.lockstep": "true",
+            "rewards": "[{name: parity, weight: 1.0}]", **extra}), manager=plugin_manager)
+        build_component(plugin_manager, "trainers", cfg.trainer, cfg, plugin_manager).fit()
+        run = tmp_path / "runs" / name
+        rows = [json.loads(line) for line in (run / "metrics.jsonl").read_text().splitlines()]
+        first = [json.loads(line) for line in (run / "trajectories" / "step_000001.jsonl").read_text().splitlines()]
+        return rows, [(t["task_id"], t["group_id"], t["token_ids"]) for t in first]
+
+    sync_rows, sync_first = train("sync")
+    rows, first = train("pipelined", **{"trainer.max_staleness": "1"})
+    assert first == sync_first
+    assert rows[0]["sampling_rounds"] == sync_rows[0]["sampling_rounds"] >= 1  # the parity reward drops odd tasks
+    assert rows[0]["groups_played"] == sync_rows[0]["groups_played"]
+    for r in rows:
+        assert r["groups_trained"] == 2 and r["sampling_capped"] == 0
+        assert r["groups_played"] == r["groups_trained"] + r["groups_dropped"]
+        assert r["staleness_max"] <= 1
+
+
 class ParityReward:
     """Odd task ids: 0 for every episode (no signal). Even ones: the parity of the sampled tokens' sum."""
 
