@@ -95,13 +95,10 @@ def test_dynamic_sampling_plays_more_groups_and_says_when_capped(tmp_path, capfd
     assert sorted({t["group_id"] for t in step}) == [0, 1, 2, 3]  # the extra round's groups are numbered on
 
 
-@pytest.mark.timeout(900)
-def test_dynamic_sampling_keeps_informative_groups(tmp_path, plugin_manager, register_plugin):
-    """With a reward that varies within some groups only, each step trains on tasks_per_step informative groups."""
+@pytest.fixture
+def parity(plugin_manager, register_plugin):
+    """The ``parity`` reward (:class:`ParityReward`) registered in the test's plugin manager."""
     from agentgym_core import hookimpl
-    from agentgym_core.config import build_component, load_config
-    from agentgym_hf.testing import tiny_model_dir
-    from rl_helpers import tiny_config
 
     plugin = types.ModuleType("parity_reward")
 
@@ -112,6 +109,15 @@ def test_dynamic_sampling_keeps_informative_groups(tmp_path, plugin_manager, reg
     plugin.register_rewards = register_rewards
     register_plugin(plugin, "parity")
     plugin_manager.load_entrypoints()
+
+
+@pytest.mark.timeout(900)
+def test_dynamic_sampling_keeps_informative_groups(tmp_path, plugin_manager, parity):
+    """With a reward that varies within some groups only, each step trains on tasks_per_step informative groups."""
+    from agentgym_core.config import build_component, load_config
+    from agentgym_hf.testing import tiny_model_dir
+    from rl_helpers import tiny_config
+
     cfg = load_config(None, tiny_config(tiny_model_dir(tmp_path), tmp_path / "runs", **{
         "trainer.steps": "2", "trainer.dynamic_sampling": "true", "trainer.dynamic_sampling_rounds": "6",
         "rollout.group_size": "4",
@@ -125,25 +131,15 @@ def test_dynamic_sampling_keeps_informative_groups(tmp_path, plugin_manager, reg
 
 
 @pytest.mark.timeout(900)
-def test_the_pipelined_worker_plays_the_rounds_the_synchronous_trainer_plays(tmp_path, plugin_manager, register_plugin):
+def test_the_pipelined_worker_plays_the_rounds_the_synchronous_trainer_plays(tmp_path, plugin_manager, parity):
     """trainer.max_staleness=1 (pipelined) with dynamic sampling: the rollout worker plays a step's extra rounds by
     the batch's weights version. Step 1 is sampled by version 0 in both modes, so its episodes (every round: the
     same task ids, group numbers and seeds) are the synchronous run's token for token; every step trains on
     tasks_per_step informative groups."""
-    from agentgym_core import hookimpl
     from agentgym_core.config import build_component, load_config
     from agentgym_hf.testing import tiny_model_dir
     from rl_helpers import tiny_config
 
-    plugin = types.ModuleType("parity_reward")
-
-    @hookimpl
-    def register_rewards(registry):
-        registry.add("parity", f"{__name__}:ParityReward")
-
-    plugin.register_rewards = register_rewards
-    register_plugin(plugin, "parity")
-    plugin_manager.load_entrypoints()
     model = tiny_model_dir(tmp_path)
 
     def train(name: str, **extra: str) -> tuple[list[dict], list[tuple]]:
