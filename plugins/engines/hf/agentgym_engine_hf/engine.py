@@ -16,7 +16,7 @@ import torch
 
 from agentgym_core import Engine, GenerationRequest, GenerationResult, engine_settings
 from agentgym_hf.kvcache import cache_arg
-from agentgym_hf.loading import load_model, prepare_tokenizer, resolve_dtype
+from agentgym_hf.loading import contiguous_lm_head, load_model, prepare_tokenizer, resolve_dtype
 
 from .common import DecodeTarget
 from .config import HFEngineConfig
@@ -64,7 +64,7 @@ class HFEngine(Engine):
                 raise ValueError("HFEngine(model=<nn.Module>) needs tokenizer=")
         if tokenizer is None:
             raise ValueError("HFEngine needs a tokenizer")
-        self.model = model
+        self.model = contiguous_lm_head(model)  # bf16 on a CPU: no copy of the vocabulary matrix a prompt
         self._tokenizer = prepare_tokenizer(tokenizer, chat_template)
         self.device = next(model.parameters()).device
         self.max_batch_size = settings.max_batch_size  # what rollout's batcher sends at once

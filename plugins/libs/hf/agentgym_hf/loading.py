@@ -63,6 +63,40 @@ def prepare_tokenizer(tokenizer: Any, chat_template: str | None = None) -> Any:
     return tokenizer
 
 
+def contiguous_lm_head(model: Any) -> Any:
+    """Hand the LM head contiguous hidden states (a forward pre-hook; once per head; returns *model*).
+
+    Generation asks transformers for the last position's logits only (``logits_to_keep``), a strided
+    slice of the hidden states. On a CPU, a bf16 ``linear`` on such a slice goes through ``bmm`` with a
+    copy of the whole vocabulary matrix (49,152 x 576 for SmolLM2-135M): 219 ms a call against 10 ms
+    for the same slice made contiguous, measured on an AVX512-BF16 EPYC, paid by every prompt's
+    prefill (fp32 does not take that path: 12 ms). Copying the slice costs ``batch x hidden`` values.
+    """
+    head = model.get_output_embeddings() if hasattr(model, "get_output_embeddings") else None
+    if head is not None and not getattr(head, "_agentgym_contiguous", False):
+        head.register_forward_pre_hook(_packed_input)
+        head._agentgym_contiguous = True
+    return model
+
+
+def packed_strides(shape: tuple[int, ...]) -> tuple[int, ...]:
+    """The strides of a freshly allocated tensor of *shape* (row-major, size-1 dimensions included)."""
+    strides, step = [], 1
+    for size in reversed(shape):
+        strides.append(step)
+        step *= max(size, 1)
+    return tuple(reversed(strides))
+
+
+def _packed_input(_module: Any, args: tuple) -> tuple | None:
+    # ``Tensor.contiguous()`` is no help: a [B, 1, H] slice of [B, T, H] counts as contiguous (its
+    # size-1 dimension's stride is ignored) yet the bf16 kernel still takes the copying path.
+    x = args[0] if args else None
+    if not isinstance(x, torch.Tensor) or x.stride() == packed_strides(tuple(x.shape)):
+        return None
+    return (torch.empty(x.shape, dtype=x.dtype, device=x.device).copy_(x), *args[1:])
+
+
 def load_model(
     path_or_alias: str,
     *,
