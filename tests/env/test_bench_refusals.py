@@ -6,7 +6,10 @@ refuse win nothing over HTTP on a sample of every service env's test and OOD tas
   ecommerce test (12.0% OOD), 6.6% of office test and 5.6% of projects test;
 - ``refuse_with_all_reasons``: ``refuse_k1`` listing every rule of the policy (a list, not a reason);
 - ``refuse_named`` (projects): every request that names a person refused, with the likeliest reasons (no skill, on
-  leave); a named person is now allowed about as often as ruled out.
+  leave); a named person is now allowed about as often as ruled out;
+- ``refuse_k1_guess``: ``refuse_k1`` naming the two likeliest rules; it won 7.7% of ecommerce test (4.5% OOD), 3.0%
+  of office test and 3.9% of projects test (2.5% OOD) while a task's only hinge could be the forbidden request it
+  guessed; now every such task also has an allowed request whose write the policy decides.
 
 The whole run is ``python bench/service_loopholes.py``."""
 from __future__ import annotations
@@ -17,7 +20,7 @@ import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
-GUESSERS = ("refuse_k1", "refuse_k2", "refuse_k3", "refuse_with_all_reasons", "refuse_named")
+GUESSERS = ("refuse_k1", "refuse_k2", "refuse_k3", "refuse_with_all_reasons", "refuse_named", "refuse_k1_guess")
 
 
 def test_refusing_a_guessed_request_wins_nothing_over_http(tmp_path):

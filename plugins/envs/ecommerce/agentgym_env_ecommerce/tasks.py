@@ -8,12 +8,14 @@ of a final-sale item or of an order not delivered, a refund to PayPal, a card th
 options changed twice), to be refused once their details are known; half are allowed requests whose
 write the policy decides and the customer does not state (:func:`.requests.return_expired`,
 :func:`.requests.exchange_expired`: the refund or difference left to the store, the card paid with
-expired, so it goes to the gift card). The write an agent makes when it does what the customer says
-without applying the policy breaks a rule and ends the episode with 0. Every task also carries an
-allowed request that needs a write, so refusing everything fails too; and the allowed requests come
-near the rules (a return on day 30, an order with a final-sale item that is not returned, a refund
-left to the store while the card is valid, an expired card on the profile that nobody asks about),
-so neither a surface feature nor a place in the conversation tells which request to refuse.
+expired, so it goes to the gift card). A forbidden request never hinges alone: a task whose only hinges
+are forbidden gets an allowed one too, so a lucky guessed refusal still leaves a write only the policy gets
+right. The write an agent makes when it does what the customer says without applying the policy breaks a
+rule and ends the episode with 0. Every task also carries an allowed request that needs a write, so
+refusing everything fails too; and the allowed requests come near the rules (a return on day 30, an
+order with a final-sale item that is not returned, a refund left to the store while the card is valid,
+an expired card on the profile that nobody asks about), so neither a surface feature nor a place in the
+conversation tells which request to refuse.
 
 The category (``intents[k % len(intents)]``) is the task's main request: an allowed kind (the first
 request the customer raises apart from the hinges), or ``forbidden`` (a forbidden request, at any
@@ -55,18 +57,40 @@ def kinds_of(intent: str, rng: random.Random) -> list[str]:
     is a question or forbidden, sometimes another write or question, then a hinge inserted at any place (the
     ``forbidden`` category's request is one), three times in ten two when that keeps the task to three requests.
     A request for another product (``exchange_other_product``) comes first: no tool makes it as asked, and an agent
-    that stalls there has resolved nothing a graded reward would pay for."""
+    that stalls there has resolved nothing a graded reward would pay for.
+
+    When the task's only hinges are forbidden requests, it gets an allowed one whose write the policy decides too
+    (:data:`VALUE_HINGES`): the allowed write drawn beside the category's request becomes one, or one is inserted.
+    Otherwise refusing the forbidden request by a lucky guess (which request, which rule) and doing the rest without
+    the policy would win the task."""
     kinds = [] if intent == "forbidden" else [intent]
+    side = None  # where the allowed write drawn beside the category's request is
     if intent in QUESTIONS or intent == "forbidden" or rng.random() < 0.35:
+        side = len(kinds)
         kinds.append(rng.choice(WRITES))
     if rng.random() < 0.12:
         kinds.append(rng.choice(QUESTIONS))
+
+    def insert(at: int, kind: str) -> None:
+        nonlocal side
+        kinds.insert(at, kind)
+        side = None if side is None else side + (at <= side)
+
+    def anywhere() -> int:  # (after a request for another product, which comes first)
+        return rng.randint(kinds[:1] == ["exchange_other_product"], len(kinds))
+
     if intent == "forbidden":
         wish = rng.choice(tuple(FORBIDDEN))
-        kinds.insert(0 if wish == "exchange_other_product" else rng.randint(0, len(kinds)), wish)
+        insert(0 if wish == "exchange_other_product" else anywhere(), wish)
     first = intent != "forbidden"
     for _ in range(first + (rng.random() < 0.3 and len(kinds) + first < 3)):
-        kinds.insert(rng.randint(kinds[:1] == ["exchange_other_product"], len(kinds)), hinge(rng))
+        insert(anywhere(), hinge(rng))
+    if not set(kinds) & set(VALUE_HINGES):
+        value = rng.choice(VALUE_HINGES)
+        if side is None:
+            insert(anywhere(), value)
+        else:
+            kinds[side] = value
     return kinds
 
 

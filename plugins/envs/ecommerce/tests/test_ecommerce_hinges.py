@@ -6,7 +6,9 @@ applies the policy makes a write the policy forbids, and one that refuses everyt
   leaves to the store while the card they paid with has expired), and at least one allowed write;
 - the expert with the policy's rules taken out wins (about) nothing, and every episode it loses ends at a write
   the policy forbids; refusing every request wins nothing;
-- every rule a forbidden request breaks is written in the policy the agent reads.
+- every rule a forbidden request breaks is written in the policy the agent reads;
+- a forbidden request is never a task's only hinge: refusing it rightly, even by a perfect guess, and writing blind
+  to the policy loses.
 """
 from __future__ import annotations
 
@@ -77,8 +79,8 @@ def test_every_task_hinges_on_a_rule_and_needs_an_allowed_write(env, split):
 @pytest.mark.parametrize("split", ["test", "ood"])
 def test_the_expert_blind_to_the_policy_wins_nothing_and_the_policy_is_what_stops_it(env, split):
     """The expert with every rule taken out serves as well as the expert otherwise: each episode it loses ends at a
-    write the policy forbids (it won one task per split: a first request for another product, which it cannot
-    make and so declines, then no other hinge)."""
+    write the policy forbids (it won one task per split while a first request for another product, which it cannot
+    make and so declines, could be a task's only hinge)."""
     runs = [play(env, t, PolicyBlindExpert())[:2] for t in env.splits()[split]]
     assert sum(info["success"] for _, info in runs) <= 0.01 * len(runs)
     assert statistics.mean(reward for reward, _ in runs) <= 0.02
@@ -152,3 +154,41 @@ def test_a_refund_left_to_the_store_goes_where_the_policy_says(env):
         if done:
             break
     assert done and reward == 0.0 and "has expired" in info["end_reason"], info["end_reason"]
+
+
+@pytest.mark.parametrize("split", ["train", "test", "ood"])
+def test_a_forbidden_request_never_hinges_alone(env, split):
+    """A task with a request the policy forbids also has an allowed one whose write the policy decides (a refund or
+    difference left to the store, the card paid with expired): refusing the forbidden one by a lucky guess (which
+    request, which rule) and doing the rest without the policy still loses."""
+    alone = []
+    for task_id in env.splits()[split]:
+        env.reset(task_id=task_id)
+        requests = env.task.goal.requests
+        if any(r.forbidden for r in requests) and all(requests[i].forbidden for i in hinges(env)):
+            alone.append(task_id)
+    assert alone == []
+
+
+class RefusesRightlyWritesBlind(ExpertAgent):
+    """The expert's refusals, every one right (a perfect guess of the request to refuse and its rule), but a refund or
+    difference the customer leaves to the store goes to the original payment method, as a worker blind to rules 5
+    and 6 sends it."""
+
+    def _method(self):
+        if "don't mind" not in self.said.lower():
+            return super()._method()
+        self.applies_policy = False
+        try:
+            return super()._method()
+        finally:
+            del self.applies_policy
+
+
+@pytest.mark.parametrize("split", ["test", "ood"])
+def test_refusing_the_forbidden_requests_rightly_and_writing_blind_wins_nothing(env, split):
+    """Before every forbidden request came with a write the policy decides, this agent won the tasks whose only hinge
+    was the forbidden request (the bench's refuse_k1_guess won 7.7% of test, 4.5% of OOD, guessing)."""
+    runs = [play(env, t, RefusesRightlyWritesBlind())[:2] for t in env.splits()[split]]
+    assert sum(info["success"] for _, info in runs) == 0
+    assert statistics.mean(reward for reward, _ in runs) <= 0.02

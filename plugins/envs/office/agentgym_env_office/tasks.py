@@ -5,7 +5,8 @@ the office with every wanted change applied in order.
 Every task hinges on the written policy: at least one request needs a rule beyond doing the work (an
 owner out of office, a weekend deadline, the lunch break, or a request the policy forbids:
 :mod:`.requests`), so an agent that skips the policy makes a forbidden write or fails; and every
-task has an allowed request that needs a change, so refusing everything fails too.
+task has an allowed request that needs a change, so refusing everything fails too. A forbidden request
+never hinges alone (:func:`plan`): refusing it by a lucky guess still leaves a write only the policy gets right.
 """
 from __future__ import annotations
 
@@ -47,7 +48,9 @@ SLOT_QUESTION = 0.7
 
 def plan(rng: random.Random, intent: str) -> list[tuple[str, str | None]]:
     """The task's requests as ``(kind, hinge)``: *intent* first, then 0-2 writes; one of them hinges on the policy
-    (a ``forbidden`` intent is that one), and an ``event_time`` question mostly does too."""
+    (a ``forbidden`` intent is that one), and an ``event_time`` question mostly does too. A task whose only hinge is
+    a forbidden request gets a write whose right form an allowed rule decides as well (owner away, weekend, lunch):
+    refusing the forbidden one by a lucky guess and doing the rest without the policy still loses."""
     kinds = [intent, rng.choice(WRITES)] if intent in QUESTIONS else [intent]
     if intent in QUESTIONS and rng.random() < 0.3 or intent not in QUESTIONS and rng.random() < 0.5:
         kinds.append(rng.choice(WRITES))
@@ -62,6 +65,11 @@ def plan(rng: random.Random, intent: str) -> list[tuple[str, str | None]]:
     for i in writes:
         if hinges[i] is None and kinds[i] in ALLOWED_HINGES and rng.random() < EXTRA_HINGE:
             hinges[i] = rng.choice(ALLOWED_HINGES[kinds[i]])
+    if not any(h in ALLOWED_HINGES.get(k, ()) for k, h in zip(kinds, hinges)):
+        # only a forbidden request hinges: a write the policy decides too, so that a lucky guessed refusal loses
+        free = [i for i in writes if hinges[i] is None]
+        i = free[0] if rng.random() < FIRST_HINGE else rng.choice(free)
+        hinges[i] = rng.choice(ALLOWED_HINGES[kinds[i]])
     return list(zip(kinds, hinges))
 
 

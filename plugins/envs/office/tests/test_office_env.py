@@ -3,6 +3,7 @@ without the policy's rules wins none, refusing everything wins none); the policy
 from __future__ import annotations
 
 import json
+import statistics
 
 import pytest
 
@@ -196,3 +197,47 @@ def _split(text: str) -> list[str]:
             parts.append(text[start:i].strip())
             start = i + 1
     return parts + [text[start:].strip()]
+
+
+class RefusesRightlyWritesBlind(ExpertAgent):
+    """The expert's refusals, every one right (a perfect guess of the request to refuse and its rule), but the writes
+    an allowed rule decides made blind to it: an item stays with its owner on the date as written, and a booking or a
+    move without a time asked goes to the first time the calendars show free."""
+
+    def _blind(self, work):
+        self.follows_policy = False
+        try:
+            return work()
+        finally:
+            del self.follows_policy
+
+    def _items(self):
+        return self._blind(super()._items)
+
+    def _schedule(self):
+        return self._redo(super()._schedule)
+
+    def _move(self):
+        return self._redo(super()._move)
+
+    def _redo(self, work):
+        """*work* by the policy; if it plans the change rather than refusing, planned again blind to the policy."""
+        action = work()
+        if action is None and self.plan and not self.done and not self.redone:
+            self.plan.clear()
+            action, self.redone = self._blind(work), True
+        return action
+
+    def new_request(self) -> None:
+        super().new_request()
+        self.redone = False
+
+
+@pytest.mark.parametrize("split", ["test", "ood"])
+def test_refusing_the_forbidden_requests_rightly_and_writing_blind_wins_nothing(graded, split):
+    """Every task whose only hinge is a forbidden request also has a write an allowed rule decides (an owner out of
+    office, a weekend deadline, the lunch break): before, the bench's refuse_k1_guess (a guessed request refused with
+    a guessed rule, the rest done without the policy) won 3.0% of test."""
+    runs = [play(graded, t, RefusesRightlyWritesBlind()) for t in graded.splits()[split]]
+    assert sum(info["success"] for _, info, _ in runs) == 0
+    assert statistics.mean(reward for reward, _, _ in runs) <= 0.02

@@ -3,9 +3,11 @@ user's) with tasks and dependencies; and 1-4 requests of the user, in any order,
 allowed change. Each request is built on the plan as the earlier ones leave it (the goal applies them in order).
 
 Every task hinges on the written policy (:data:`HINGES`): it has an allocation where rule 4 gives some task
-to someone other than whom an allocation blind to leave would pick (that person is on leave then), or a
-request the policy forbids (a person rule 4 rules out, a slip past the deadline). Doing the work without
-the policy's checks makes a forbidden write there and fails the task. A person the manager names for a task
+to someone other than whom an allocation blind to leave would pick (that person is on leave then,
+:data:`DECIDED`), and maybe a request the policy forbids (a person rule 4 rules out, a slip past the
+deadline). Doing the work without the policy's checks makes a forbidden write there and fails the task;
+since a forbidden request never comes without such an allocation, refusing it by a lucky guess (which
+request, which rule) and doing the rest without the policy fails too. A person the manager names for a task
 may take it in more tasks than not (:data:`NAMED_BESIDE`): naming a person is no sign of a request to refuse.
 """
 from __future__ import annotations
@@ -34,6 +36,8 @@ NAMED_BESIDE = 0.9
 #: then free capacity) picks someone an allocation blind to leave would not, or a change the policy forbids
 #: (rule 4's skill, leave and capacity, rule 6's deadline). Every task has one.
 HINGES = ("allocate", "reassign", "forbidden")
+#: The hinges the policy allows (an allocation that rule 4's leave clause decides): every task has one.
+DECIDED = ("allocate", "reassign")
 
 
 @dataclass
@@ -350,6 +354,8 @@ def _make_task(task_id: int, rng: random.Random, wording: str, intent: str, pair
     kinds = [intent]
     if intent not in HINGES:  # every task has a request whose right outcome only the policy gives
         kinds.append(rng.choice(HINGES))
+    if "forbidden" in kinds and not set(kinds) & set(DECIDED):  # a lucky guessed refusal of it still loses
+        kinds.append(rng.choice(DECIDED))
     if not set(kinds) & set(WRITES):  # and one allowed change, so refusing everything fails too
         kinds.append(rng.choice(WRITES))
     if rng.random() < (0.5 if len(kinds) == 1 else 0.15 if len(kinds) == 2 else 0):
@@ -368,7 +374,7 @@ def _make_task(task_id: int, rng: random.Random, wording: str, intent: str, pair
         desk = PlanDesk(c.goal)
         desk.identity = user
         goal_database(c.goal, desk, [request])  # later requests are built on the office as this one leaves it
-    if not any(r.forbidden or r.kind in ("allocate", "reassign") for r in requests):
+    if not any(r.kind in DECIDED for r in requests):
         return None
     if not any(r.changes and not r.forbidden for r in requests):
         return None

@@ -86,6 +86,47 @@ def test_every_task_hinges_on_the_policy_and_needs_an_allowed_change(env, split)
     assert rules == {"skill", "leave", "capacity", "deadline"}  # every rule 4 and 6 forbids is asked for somewhere
 
 
+@pytest.mark.parametrize("split", ["train", "test", "ood"])
+def test_a_forbidden_request_never_hinges_alone(env, split):
+    """A task with a request the policy forbids also has an allocation that rule 4's leave clause decides: refusing
+    the forbidden one by a lucky guess (which request, which rule) and doing the rest without the policy still loses."""
+    alone = []
+    for task_id in env.splits()[split]:
+        env.reset(task_id=task_id)
+        found = hinges(env.task)
+        if any(": forbidden, " in h for h in found) and not any(
+                h.startswith(("allocate:", "reassign:")) for h in found):
+            alone.append(task_id)
+    assert alone == []
+
+
+class RefusesRightlyAllocatesBlind(ExpertAgent):
+    """The expert's refusals, every one right (a perfect guess of the request to refuse and its rule), but allocations
+    blind to leave, as a worker that skips rule 4's leave clause makes them."""
+
+    blind = False
+
+    def _on_leave(self, person: dict, task: dict) -> bool:
+        return not self.blind and ExpertAgent._on_leave(person, task)
+
+    def _allocate_tasks(self, tasks: list[dict], exclude: str | None = None) -> str | None:
+        self.blind = True
+        try:
+            return super()._allocate_tasks(tasks, exclude)
+        finally:
+            self.blind = False
+
+
+@pytest.mark.parametrize("split", ["test", "ood"])
+def test_refusing_the_forbidden_requests_rightly_and_allocating_blind_wins_nothing(split):
+    """Before every forbidden request came with such an allocation, this agent won the tasks whose only hinge was the
+    forbidden request (the bench's refuse_k1_guess won 3.9% of test and 2.5% of OOD, guessing)."""
+    env = ProjectsEnv(reward="graded")
+    runs = [play(env, t, RefusesRightlyAllocatesBlind()) for t in env.splits()[split]]
+    assert sum(info["success"] for _, info, _ in runs) == 0
+    assert sum(reward for reward, _, _ in runs) / len(runs) <= 0.02
+
+
 class Refuser(ExpertAgent):
     """The expert that refuses every change once it has found out the request (a question it answers)."""
 
@@ -111,17 +152,29 @@ def test_agents_blind_to_the_policy_win_nothing(split):
         assert sum(reward for reward, _, _ in runs) / len(runs) <= 0.05, make.__name__
 
 
+class DoesWhatIsAsked(ExpertAgent):
+    """The expert, but it makes the changes the manager asks for without rules 4 and 6's checks (the named person, the
+    slip past the deadline); its allocations follow the policy."""
+
+    def _replan(self) -> str | None:
+        self.project = dict(self.project, deadline=10**6)  # no deadline to check
+        return super()._replan()
+
+    def _person(self) -> str | None:
+        return PolicyBlindExpert._person(self)
+
+
 @pytest.mark.parametrize("rule", ["skill", "leave", "capacity", "deadline"])
 def test_a_forbidden_request_is_refused_and_doing_it_ends_the_episode(env, rule):
     """The manager names someone rule 4 rules out (no skill, on leave, at capacity) or a slip that breaks the deadline
-    (rule 6): the expert refuses and wins; the expert without the checks makes the change and gets 0."""
+    (rule 6): the expert refuses and wins; the expert making the change asked for gets 0."""
     def forbids(task_id):
         env.reset(task_id=task_id)
-        return env.task.goal.requests[0].forbidden and rule in env.task.goal.requests[0].forbidden
+        return any(r.forbidden and rule in r.forbidden for r in env.task.goal.requests)
     task_id = next(t for t in env.splits()["train"] if forbids(t))
     reward, info, steps = play(env, task_id, ExpertAgent())
     assert reward == 1.0 and any("I cannot do that" in a for a, _ in steps)
-    reward, info, _ = play(env, task_id, PolicyBlindExpert())
+    reward, info, _ = play(env, task_id, DoesWhatIsAsked())
     assert reward == 0.0 and info["end_reason"].startswith("policy:")
 
 
