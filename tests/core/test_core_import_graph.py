@@ -134,3 +134,19 @@ def test_an_import_marked_light_start_up_is_not_counted(tmp_path):
         "b.py": "def g():\n    import pkg.a  # light start-up: a is heavy\n",
     })
     assert cycles(import_edges(root)) == []
+
+
+def test_no_source_file_outside_bench_and_tests_is_over_400_lines():
+    """A module a newcomer reads in one sitting (issue 40): split a longer one by what its parts do."""
+    repo = Path(__file__).resolve().parents[2]
+    roots = [repo / "agentgym_core", *sorted((repo / "plugins").glob("*/*"))]
+    long = []
+    for root in roots:
+        for path in root.rglob("*.py"):
+            rel = path.relative_to(repo)
+            if {"tests", "bench", "node_modules"} & set(rel.parts) or rel.name == "conftest.py":
+                continue
+            lines = len(path.read_text(encoding="utf-8").splitlines())
+            if lines > 400:
+                long.append(f"{rel}: {lines} lines")
+    assert not long, "split these modules:\n" + "\n".join(long)

@@ -24,6 +24,7 @@ from agentgym_service.wording import Words
 
 from .domain import DAY_END, DAY_START, LUNCH_END, LUNCH_START, busy, clock, conflict, earliest, lunch, minutes, \
     title_key
+from .mentions import date_mention, iso, person_mention, spoken, time_mention, weekdays
 from .records import Event, Mail
 
 WORK = ("send the budget draft", "update the roadmap slides", "reserve the venue", "review the contract",
@@ -36,37 +37,6 @@ DISTRACTORS = ("Discussed the Q3 numbers.", "Idea: a team lunch next month.", "D
 #: Events of one person alone that fill part of a day (a morning before a lunch hinge, half a day of a full one).
 BLOCKS = ("Focus time", "Customer visit", "Training", "Workshop prep", "Interview prep")
 WEEKDAYS = ("Monday", "Tuesday", "Wednesday", "Thursday", "Friday")
-
-
-def iso(day: dt.date) -> str:
-    return day.isoformat()
-
-
-def spoken(day: dt.date) -> str:
-    return f"{day:%B} {day.day}"
-
-
-def weekdays(start: dt.date, n: int, step: int = 1) -> list[dt.date]:
-    out, day = [], start
-    while len(out) < n:
-        day += dt.timedelta(days=step)
-        if day.weekday() < 5:
-            out.append(day)
-    return out
-
-
-def person_mention(db: Database, pid: str, label: str = "person") -> Mention:
-    p = db.people[pid]
-    return Mention(label, (pid, p.name, p.name.split()[0]), f"It's {p.name}.")
-
-
-def date_mention(day: str, label: str = "date") -> Mention:
-    d = dt.date.fromisoformat(day)
-    return Mention(label, (day, spoken(d), f"{d.day} {d:%B}"), f"The date is {day}.")
-
-
-def time_mention(hhmm: str) -> Mention:
-    return Mention("time", (hhmm, hhmm.lstrip("0")), f"The time is {hhmm}.")
 
 
 @dataclass

@@ -20,7 +20,8 @@ from agentgym_service.wording import Words
 
 from .domain import OfficeDesk, clock
 from .records import Event, Meeting, Person, new_database
-from .requests import BUILDERS, Ctx, iso, weekdays
+from .mentions import iso, weekdays
+from .requests import BUILDERS, Ctx
 from .wording import WORDS
 
 FIRST = ("Ana", "Ben", "Carla", "Dev", "Elif", "Femi", "Gus", "Hana", "Ines", "Jun", "Kira", "Luca", "Maya", "Nils",
