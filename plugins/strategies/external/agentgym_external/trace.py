@@ -90,6 +90,7 @@ class TraceBuilder:
         turn.finish_reason = result.finish_reason
         turn.prompt_tokens = len(prompt)
         turn.prefill_tokens = result.prefill_tokens
+        turn.version = getattr(result, "weight_version", None)  # the weights that sampled it (asynchronous runs)
         if context != ([(0, start)] if start else []):
             turn.context = [[a, b] for a, b in context]
         self.turns.append(turn)

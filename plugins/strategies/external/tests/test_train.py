@@ -58,14 +58,14 @@ def _weights(folder: Path) -> dict:
     return load_file(str(next(folder.glob("*.safetensors"))))
 
 
-def test_a_grpo_step_on_a_history_rewriting_agent(tmp_path, plugin_manager, register_plugin, force_cpu_bf16):
+def _train(tmp_path: Path, plugin_manager, register_plugin, *extra: str) -> tuple[Path, Path]:
+    """Train the summarizing example on the parity env (tiny model, fp32); returns (model folder, run folder)."""
     from agentgym_external import plugin as external
     from agentgym_hf.testing import tiny_model_dir
 
     from agentgym_core import hookimpl
     from agentgym_core.config import build_component, load_config
 
-    force_cpu_bf16(False)
     ParityPlugin.register_envs = hookimpl(ParityPlugin.register_envs)
     register_plugin(ParityPlugin, "parity")
     register_plugin(external, "external")
@@ -79,9 +79,14 @@ def test_a_grpo_step_on_a_history_rewriting_agent(tmp_path, plugin_manager, regi
         "agent.strategy.timeout=600", "rollout.tasks_per_step=2", "rollout.group_size=4", "rollout.max_new_tokens=6",
         "eval.before=false", "eval.after=false", "trainer.name=rl", "trainer.algorithm=grpo", "trainer.steps=1",
         "trainer.finetune=full", "trainer.lr=1e-2", "trainer.ppo_epochs=2", "trainer.save_every=1",
-        "trainer.local_envs=true", "trainer.progress=false"], plugin_manager)
+        "trainer.local_envs=true", "trainer.progress=false", *extra], plugin_manager)
     build_component(plugin_manager, "trainers", cfg.trainer, cfg, plugin_manager).fit()
-    run = tmp_path / "runs" / "ext"
+    return model, tmp_path / "runs" / "ext"
+
+
+def test_a_grpo_step_on_a_history_rewriting_agent(tmp_path, plugin_manager, register_plugin, force_cpu_bf16):
+    force_cpu_bf16(False)
+    model, run = _train(tmp_path, plugin_manager, register_plugin)
     row = json.loads((run / "metrics.jsonl").read_text().splitlines()[0])
     assert row["episodes"] == 8 and row["env_failures"] == 0
     assert math.isfinite(row["loss"]) and row["loss"] != 0.0, row
@@ -93,6 +98,24 @@ def test_a_grpo_step_on_a_history_rewriting_agent(tmp_path, plugin_manager, regi
     episodes = [json.loads(x) for x in (run / "trajectories" / "step_000001.jsonl").read_text().splitlines()]
     assert all(e["transcript"][-1]["role"] == "assistant" for e in episodes)
     assert any(t.get("context") for e in episodes for t in e["turns"])
+
+
+def test_an_external_agent_trains_in_the_pipelined_asynchronous_mode(tmp_path, plugin_manager, register_plugin,
+                                                                     force_cpu_bf16):
+    """trainer.max_staleness=1: the rollout worker serves the agent its own policy endpoint (its thread, its loop);
+    step 2's episodes are sampled by version 1 while step 1 trains, each call stamped with that version and
+    scored under the prompt it was sent with."""
+    force_cpu_bf16(False)
+    _, run = _train(tmp_path, plugin_manager, register_plugin, "trainer.max_staleness=1", "trainer.steps=3")
+    rows = [json.loads(x) for x in (run / "metrics.jsonl").read_text().splitlines()]
+    assert [r["episodes"] for r in rows] == [8, 8, 8] and all(r["env_failures"] == 0 for r in rows)
+    assert all(r["staleness_max"] <= 1 for r in rows) and rows[1]["staleness_max"] == 1
+    # step 1 was sampled by the weights it trains (version 0): each call scored under the prompt it was sent
+    # with gives the engine's log-probs; later steps are a version behind, corrected by TIS (tis_cap 2)
+    assert rows[0]["sampler_logp_diff"] <= 1e-4 < rows[1]["sampler_logp_diff"], rows
+    for step, version in ((1, 0), (2, 0), (3, 1)):  # batch s is sampled by version max(0, s - 1 - K)
+        episodes = [json.loads(x) for x in (run / "trajectories" / f"step_{step:06d}.jsonl").read_text().splitlines()]
+        assert {t["version"] for e in episodes for t in e["turns"]} == {version}, step
 
 
 def test_agentgym_train_runs_the_tool_calling_example_unchanged(tmp_path):
