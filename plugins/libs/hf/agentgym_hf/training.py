@@ -103,7 +103,10 @@ def engine_copy(lm: nn.Module, dtype: torch.dtype) -> nn.Module:
     copy of the model is ever held."""
     import copy
 
-    memo: dict[int, Any] = {id(p): nn.Parameter(p.detach().to(dtype), requires_grad=False) for p in lm.parameters()}
+    # copy=True: in the policy's own dtype ``.to`` would hand back the same storage, and the copy's merge and
+    # weight loads would then write into the trainer's parameters (an fp32 asynchronous run)
+    memo: dict[int, Any] = {id(p): nn.Parameter(p.detach().to(dtype, copy=True), requires_grad=False)
+                            for p in lm.parameters()}
     model = copy.deepcopy(lm, memo)  # tied weights stay tied: one parameter, one copy
     if hasattr(model, "merge_and_unload"):
         model = model.merge_and_unload()

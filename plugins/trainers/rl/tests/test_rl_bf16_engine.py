@@ -29,8 +29,11 @@ def _tiny_lm(tied: bool = True):
     return transformers.AutoModelForCausalLM.from_config(cfg)
 
 
+@pytest.mark.parametrize("dtype", ["bfloat16", "float32"])
 @pytest.mark.parametrize("lora", [False, True], ids=["full", "lora"])
-def test_the_engine_copy_is_the_merged_policy_in_bf16_and_the_policy_is_untouched(lora):
+def test_the_engine_copy_is_the_merged_policy_in_bf16_and_the_policy_is_untouched(lora, dtype):
+    """In bf16 (the sampler's copy) and in fp32 (an asynchronous run's worker): a copy of its own, whose merge
+    and later weight loads leave the policy's tensors alone."""
     from agentgym_hf.training import apply_lora, engine_copy, plain_state_dict
 
     lm = _tiny_lm()
@@ -40,14 +43,17 @@ def test_the_engine_copy_is_the_merged_policy_in_bf16_and_the_policy_is_untouche
             if "lora_B" in name:  # B starts at zero: make the adapters change the weights
                 torch.nn.init.normal_(p)
     before = {k: v.clone() for k, v in lm.state_dict().items()}
-    copy_ = engine_copy(lm, torch.bfloat16)
+    dtype = getattr(torch, dtype)
+    copy_ = engine_copy(lm, dtype)
     assert not any("lora_" in k for k in copy_.state_dict())  # merged: a plain model
-    assert {p.dtype for p in copy_.parameters()} == {torch.bfloat16}
+    assert {p.dtype for p in copy_.parameters()} == {dtype}
+    mine = {p.data_ptr() for p in lm.parameters()}
+    assert not any(p.data_ptr() in mine for p in copy_.parameters())  # no storage shared with the policy
     assert not any(p.requires_grad for p in copy_.parameters()) and not copy_.training
     assert copy_.get_output_embeddings().weight is copy_.get_input_embeddings().weight  # still tied
     plain = plain_state_dict(lm)
     for key, value in copy_.state_dict().items():  # each weight: the fp32 merge, cast once
-        assert value.equal(plain[key].to(torch.bfloat16)), key
+        assert value.equal(plain[key].to(dtype)), key
     after = lm.state_dict()
     assert all(after[k].equal(v) and after[k].dtype == torch.float32 for k, v in before.items())
     ids = torch.tensor([[1, 5, 9, 3]])
@@ -55,6 +61,9 @@ def test_the_engine_copy_is_the_merged_policy_in_bf16_and_the_policy_is_untouche
         want = (copy.deepcopy(lm).merge_and_unload() if lora else lm)(input_ids=ids).logits
         got = copy_(input_ids=ids).logits.float()
     torch.testing.assert_close(got, want, atol=0.05, rtol=0.05)  # bf16 rounding only
+    with torch.no_grad():  # a weight load into the copy (a new version) does not reach the policy
+        copy_.load_state_dict({k: v + 1 for k, v in copy_.state_dict().items()})
+    assert all(lm.state_dict()[k].equal(v) for k, v in before.items())
 
 
 def test_adapted_only_gives_the_merged_adapted_layers_alone():
