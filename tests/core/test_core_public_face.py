@@ -20,11 +20,6 @@ from agentgym_core.scaffold import create_plugin
 REPO = Path(__file__).resolve().parents[2]
 PUBLIC = set(agentgym_core.__all__)
 
-#: Plugin folders and files (relative to plugins/) that other work in progress is changing: their imports
-#: of core modules (public names, through their modules) are switched to ``from agentgym_core import``
-#: when that work lands, and the entry goes. The test fails when an entry no longer needs its place.
-PENDING = ("libs/service/",)
-
 
 def test_import_is_light_and_every_public_name_resolves():
     code = ("import json, sys\nimport agentgym_core\n"
@@ -131,12 +126,8 @@ def test_plugins_import_core_modules_only_for_a_documented_reason():
         for module in sorted(modules):
             if (module, plugin) in documented:
                 used.add((module, plugin))
-            elif not rel.startswith(PENDING):
+            else:
                 undocumented.append(f"plugins/{rel} imports {module}")
     assert not undocumented, ("import public names from agentgym_core; a core module a plugin really needs goes "
                               "in docs/core.md's table with its reason:\n" + "\n".join(undocumented))
     assert not set(documented) - used, f"docs/core.md gives reasons no plugin uses: {set(documented) - used}"
-    still = {entry for entry in PENDING for rel, modules in imports.items() if rel.startswith(entry)
-             and any((m, "/".join(rel.split("/")[:2])) not in documented for m in modules)}
-    settled = sorted(set(PENDING) - still)
-    assert not settled, f"take these off PENDING: they import core only through the face or for a reason: {settled}"

@@ -21,9 +21,7 @@ import random
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, Dict, Optional
 
-from agentgym_core import BaseEnv
-from agentgym_core.errors import ConfigError
-from agentgym_core.options import config_from
+from agentgym_core import BaseEnv, ConfigError, config_from
 
 from . import text
 
@@ -78,7 +76,7 @@ class ServiceConfig:
     intents: Any = "all"
 
     def __post_init__(self) -> None:
-        from agentgym_core.config_schema import check_range
+        from agentgym_core import check_range
 
         check_range("env.num_tasks", self.num_tasks, ge=10)
         check_range("env.test_fraction", self.test_fraction, gt=0, lt=1)

@@ -24,7 +24,7 @@ _NO = re.compile(r"\b(no|not|don't|wrong|isn't)\b", re.IGNORECASE)
 
 def build_engine(name: str, model: str, options: dict[str, Any]) -> Any:
     """Engine plugin *name* from the registry, loaded with *model*."""
-    from agentgym_core.plugins import get_plugin_manager
+    from agentgym_core import get_plugin_manager
 
     cls = get_plugin_manager().registry("engines").get(name).load()
     return cls(model, **options)
@@ -59,7 +59,7 @@ class ModelUser:
                          {"role": "user", "content": "(The support chat opens. Write your first message.)"}]
 
     def _say(self) -> str:
-        from agentgym_core.engine import GenerationRequest, SamplingParams
+        from agentgym_core import GenerationRequest, SamplingParams
 
         tokenizer = self.engine.tokenizer
         prompt = tokenizer.apply_chat_template(self.messages, add_generation_prompt=True, tokenize=True)
