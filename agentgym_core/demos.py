@@ -60,6 +60,26 @@ def demo_record(episode: Any, *, spec: Any, agent: Any, action_format: str, spli
             "end_reason": episode.end_reason, "action_format": action_format}
 
 
+#: How many episodes an expert plays, none of them successful and most cut at max_turns, before
+#: :func:`record_demos` stops and asks for a longer horizon instead of playing the whole split.
+OUT_OF_TURNS_AFTER = 16
+
+
+def out_of_turns(played: Sequence[Any], turns: int, expert: str, env: str) -> None:
+    """Raise when the first :data:`OUT_OF_TURNS_AFTER` episodes all failed and most ran out of turns:
+    the horizon is shorter than the expert needs (recording on would play the whole split for nothing)."""
+    if len(played) != OUT_OF_TURNS_AFTER or any(e.success for e in played):
+        return
+    cut = sum(e.end_reason == "max_turns" for e in played)
+    if 2 * cut <= len(played):
+        return
+    raise DemosError(f"expert {expert} solved none of the first {len(played)} {env} train tasks, and {cut} of them "
+                     f"ran out of turns at max_turns {turns}: the run's horizon is shorter than the expert needs. Raise "
+                     f"it (the scheduler's final turns: scheduler.turns, or the last of scheduler.rounds; "
+                     f"`agentgym eval --expert {expert.partition('.')[2] or expert} -c CONFIG` shows how many actions "
+                     f"it takes) and record again")
+
+
 def write_demos(path: Path, records: Iterable[dict[str, Any]], meta: dict[str, Any]) -> int:
     """Write *records* as JSONL to *path* and *meta* to ``<path>.meta.json``; returns the count."""
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -113,8 +133,12 @@ def record_demos(cfg: Any, manager: Any, out: Path, *, expert: str | None = None
         def kept(e: Any) -> bool:
             return keep_all or e.success
 
-        played = play_tasks(play, instance, ids, max_turns=turns,
-                            enough=lambda done: sum(1 for e in done if kept(e)) >= episodes,
+        def enough(done: list[Any]) -> bool:
+            if not keep_all:
+                out_of_turns(done, turns, name, cfg.env.name)
+            return sum(1 for e in done if kept(e)) >= episodes
+
+        played = play_tasks(play, instance, ids, max_turns=turns, enough=enough,
                             progress=lambda done, total, ok: line.update(done, total))
         line.total = len(played)
         line.close(sum(e.success for e in played))

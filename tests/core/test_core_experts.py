@@ -233,6 +233,20 @@ def test_an_expert_cut_by_the_horizon_is_said_to_be(tmp_path):
     assert "ran out of turns" not in full.stderr
 
 
+def test_demos_at_a_horizon_too_short_for_the_expert_stop_after_16_tasks(tmp_path):
+    """The office expert needs 10-17 actions: at 6 turns none succeeds, and recording stops after 16 of the
+    train split's tasks with the fix, instead of playing them all and writing no demonstration."""
+    pytest.importorskip("agentgym_env_office")
+    out = tmp_path / "d.jsonl"
+    proc = _cli("demos", "office", "--episodes", "4", "--out", str(out), "scheduler.turns=6", cwd=tmp_path)
+    assert proc.returncode == 1 and not out.exists()
+    assert ("expert office.reference solved none of the first 16 office train tasks, and 16 of them ran out of "
+            "turns at max_turns 6") in proc.stderr and "scheduler.turns" in proc.stderr
+    ok = _cli("demos", "office", "--episodes", "2", "--out", str(out), "scheduler.turns=40", cwd=tmp_path)
+    assert ok.returncode == 0, ok.stderr
+    assert len(out.read_text().splitlines()) == 2
+
+
 def test_horizon_note_counts_episodes_cut_at_the_horizon():
     from agentgym_core.evaluation import horizon_note
 

@@ -70,8 +70,8 @@ class SignalWatch:
         ok = [t for t in trajs if not t.failed]
         rate = sum(bool(t.success) for t in ok) / max(1, len(ok))
         streak = f" (and in each of the last {self.silent_steps} steps)" if self.silent_steps > 1 else ""
-        demos = ("a warm start on expert demonstrations (agentgym demos, then trainer.name: sft; see "
-                 "configs/textcraft-sft-rl.yaml)")
+        demos = ("a warm start on expert demonstrations (from Python: agent.train(env, ..., warm_start=\"expert\"); "
+                 "in a config: an sft stage with trainer.demos_expert, see configs/textcraft-sft-rl.yaml)")
         if "format" in self.rewards:  # it is there, and gave every episode of a group the same
             fixes = (f"{demos}; the format reward this run has gave each group one value (every reply parsed, or "
                      "none did), so it cannot tell episodes apart here")

@@ -79,7 +79,7 @@ def test_no_signal_warns_with_the_fixes(tmp_path, capfd):
     err = capfd.readouterr().err
     assert err.count("every episode got the same reward") == 1, err  # said once, not every step
     assert "trained nothing (loss 0, grad norm 0)" in err and "trainer.dynamic_sampling=true" in err
-    assert "agentgym demos" in err and "{name: format" in err
+    assert 'warm_start="expert"' in err and "trainer.demos_expert" in err and "{name: format" in err
     assert all(r["grad_norm"] == 0 for r in rows)
     assert "groups_dropped" not in rows[0]  # dynamic sampling off: the metrics rows are as they were
 

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import dataclasses
 import inspect
+import json
 import sys
 from dataclasses import dataclass
 from pathlib import Path
@@ -21,7 +22,7 @@ from typing import Any, Optional
 from agentgym_core import AgentGymError, AgentSettings, BaseEnv, ConfigError, did_you_mean, local_parts
 from agentgym_core.config_schema import schema_default
 
-from .training import build, holds_results, registered_env, remember_given, train_config
+from .training import build, holds_results, registered_env, remember_given, train_config, warm_start_config
 
 
 #: The defaults ``LLMAgent`` chooses for playing, unlike a training run's (config_schema): greedy,
@@ -134,7 +135,8 @@ class LLMAgent:
         attempts = self._episode(observation_or_env, instruction, action_format, task_id, max_turns)
         return attempts if all_attempts else attempts[-1]
 
-    def train(self, env: Any, method: Optional[str] = None, **options: Any) -> dict[str, Any]:
+    def train(self, env: Any, method: Optional[str] = None, *, warm_start: Optional[str] = None,
+              sft: Optional[dict[str, Any]] = None, **options: Any) -> dict[str, Any]:
         """Train on registered env *env* with the same components as ``agentgym train``; returns final metrics.
 
         *env* is a registered env's name, or an env class or instance of an installed plugin (what
@@ -144,10 +146,19 @@ class LLMAgent:
         *options* are those of :meth:`train_config` (``max_steps``, ``algorithm``, ``run_name``,
         ``config`` and dotted config keys), which also says what wins over what. Afterwards the
         agent acts with the trained weights, and ``infer(env)`` plays in the run's setup.
+
+        *warm_start* first fine-tunes on demonstrations, for a model that cannot act in *env* yet (RL
+        learns nothing where every episode fails alike): ``"expert"`` (the env's expert plays train
+        tasks), an expert's name, or a demonstrations file. The run is then a pipeline, ``sft`` then
+        ``rl`` (:func:`agentgym.training.warm_start_config`; *sft* sets the sft stage's ``trainer``
+        options), and the result holds each stage's held-out success under ``"stages"``.
         """
         from agentgym_core import build_component, finish_lines, get_plugin_manager
 
         manager = get_plugin_manager()
+        if sft is not None and warm_start is None:
+            raise AgentGymError("LLMAgent.train(sft={...}) sets the warm start's sft stage; pass warm_start='expert' "
+                                "(or an expert's name, or a demonstrations file) too")
         cfg = self.train_config(env, method, manager=manager, **options)
         if options.get("run_name") is None and "run.name" not in options and not cfg.run.overwrite:
             # A name nobody chose (the agent's default or the file's): a second train() gets its
@@ -159,6 +170,8 @@ class LLMAgent:
                 print(f"LLMAgent.train: {root / cfg.run.name} holds an earlier run; this one goes to {root / name}",
                       file=sys.stderr, flush=True)
                 cfg = self.train_config(env, method, manager=manager, **{**options, "run_name": name})
+        if warm_start is not None:
+            return self._train_pipeline(warm_start_config(cfg, warm_start, sft, manager), manager)
         if "stages" in cfg:
             raise ConfigError("the config holds stages: (a pipeline); LLMAgent.train trains one trainer. Run the "
                               "pipeline with `agentgym train -c FILE`, then LLMAgent(base_model=<its last checkpoint>)")
@@ -173,6 +186,29 @@ class LLMAgent:
             self.given.add("base_model")  # a further train() continues from it
             self.trained_config = cfg
         return metrics
+
+    def _train_pipeline(self, cfg: Any, manager: Any) -> dict[str, Any]:
+        """Run the warm start's stages, print each one's held-out success (as ``agentgym train`` does for a
+        pipeline) and act with the last stage's weights from then on."""
+        from omegaconf import OmegaConf
+
+        from agentgym_core.config import validate
+        from agentgym_core.pipeline import run_pipeline
+
+        root = Path(cfg.run.output_dir) / cfg.run.name
+        stages = run_pipeline(cfg, manager, echo=lambda line: print(line, file=sys.stderr, flush=True))
+        for s in stages:
+            evals = ", ".join(f"{tag} {100 * v:.1f}%" for tag, v in (s.get("eval") or {}).items() if v is not None)
+            print(f"stage {s['name']:>8}: {s.get('status')}, {s.get('wall_s', 0):.0f} s"
+                  + (f", held-out success {evals}" if evals else ""), flush=True)
+        print(f"run: {root.resolve()} (agentgym eval --compare {root}; each stage is a run directory)", flush=True)
+        last = root / stages[-1]["name"]
+        self.close()
+        self.base_model = stages[-1]["checkpoint"]
+        self.given.add("base_model")
+        self.trained_config = validate(OmegaConf.load(last / "config.yaml"), manager)
+        rows = (last / "metrics.jsonl").read_text(encoding="utf-8").splitlines()
+        return {**(json.loads(rows[-1]) if rows else {}), "stages": stages}
 
     def train_config(
         self,

@@ -24,7 +24,8 @@ SCALING_INTER = "scalinginterrl"
 TRAIN_DEFAULTS = {"run.name": "agent", "trainer.name": "rl", "trainer.steps": 100, "trainer.algorithm": "grpo"}
 #: Without a config file, a run sized for a first result in minutes on a small CPU (the seed
 #: snippet's usage): 8 episodes a step of at most 48 new tokens a turn, an 8-task evaluation, and
-#: ScalingInter-RL's horizon raised 2 -> 4 -> 6 over the run (:func:`spread_rounds`). A config
+#: ScalingInter-RL's horizon raised 2 -> 4 -> 6 over the run (:func:`spread_rounds`; to a third, two
+#: thirds and all of ``LLMAgent(max_turns=N)`` when the agent was given one). A config
 #: file replaces all of it; single keys are overrides (``**{"scheduler.rounds": [6, 13, 20]}``).
 NO_CONFIG_DEFAULTS = {"rollout.tasks_per_step": 2, "rollout.group_size": 4, "rollout.max_new_tokens": 48,
                       "eval.tasks": 8}
@@ -35,6 +36,12 @@ def spread_rounds(rounds: list[int], steps: int) -> dict[str, Any]:
     """A ``scaling_inter`` section whose stages all happen within *steps* (one stage every
     ``steps / len(rounds)`` steps), so the horizon evaluated after training is one it trained at."""
     return {"name": "scaling_inter", "rounds": list(rounds), "step_interval": max(1, -(-int(steps) // len(rounds)))}
+
+
+def thirds(max_turns: int) -> list[int]:
+    """ScalingInter-RL's stages up to a horizon the agent was given: a third, two thirds, all of it
+    (``LLMAgent(max_turns=20)`` -> ``[7, 13, 20]``; short horizons keep the distinct ones)."""
+    return sorted({max(1, round(max_turns * k / 3)) for k in (1, 2, 3)})
 
 
 def loose(spelling: str) -> str:
@@ -160,7 +167,8 @@ def env_options(env: BaseEnv, entry: Any) -> dict[str, Any]:
 def holds_results(path: Path) -> bool:
     """Whether a run directory has results a new run must not write into."""
     metrics = path / "metrics.jsonl"
-    return (metrics.is_file() and metrics.stat().st_size > 0) or any((path / "checkpoints").glob("step_*"))
+    return ((metrics.is_file() and metrics.stat().st_size > 0) or any((path / "checkpoints").glob("step_*"))
+            or (path / "pipeline.json").is_file())
 
 
 #: The named arguments of ``LLMAgent.train`` / ``train_config`` besides *env* (a misspelling of one is named).
@@ -197,7 +205,8 @@ def train_config(agent: Any, env: Any, method: Optional[str], *, max_steps: Opti
         del data["env"]  # another env's options, or an env instance: its own options are the env
     if key == SCALING_INTER or (key is None and "scheduler" not in data):
         if config is None:
-            data["scheduler"] = spread_rounds(NO_CONFIG_ROUNDS, max_steps or TRAIN_DEFAULTS["trainer.steps"])
+            rounds = thirds(agent.max_turns) if "max_turns" in agent.given else NO_CONFIG_ROUNDS
+            data["scheduler"] = spread_rounds(rounds, max_steps or TRAIN_DEFAULTS["trainer.steps"])
         elif (data.get("scheduler") or {}).get("name") != "scaling_inter":
             data["scheduler"] = {"name": "scaling_inter"}
     elif key is not None:
@@ -225,3 +234,52 @@ def train_config(agent: Any, env: Any, method: Optional[str], *, max_steps: Opti
     text = [f"{k}={v}" for k, v in overrides.items() if isinstance(v, str)]
     merged = OmegaConf.merge(nested(defaults), data, nested(given), nested(typed), compose_raw([], text))
     return validate(merged, manager)
+
+
+#: The sft stage ``LLMAgent.train(warm_start=...)`` runs before the rl run: LoRA adapters on the last 8
+#: layers, merged before rl (what took BabyAI PutNextLocal from 0% to 28.1% in configs/babyai-sft-rl.yaml),
+#: sized for a CPU. ``sft={...}`` replaces any of these (every ``trainer`` option of the sft trainer).
+WARM_SFT: dict[str, Any] = {
+    "name": "sft", "demos_episodes": 64, "epochs": 2, "batch_size": 4, "finetune": "lora", "lora_r": 32,
+    "lora_alpha": 64, "lora_layers": 8,
+    "lora_targets": ["q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"],
+    "lr": 1e-3, "warmup_steps": 4}
+
+
+def warm_start_config(cfg: Any, warm_start: str, sft: Optional[dict[str, Any]], manager: Any) -> Any:
+    """The pipeline of ``LLMAgent.train(..., warm_start=...)``: an ``sft`` stage on demonstrations, then the rl
+    run *cfg* (a validated run config) as stage ``rl``, from the sft stage's merged weights.
+
+    *warm_start* is ``"expert"`` (the env's expert plays ``demos_episodes`` train tasks first, in this run's
+    agent settings: ``agentgym list experts``), an expert's name (``"reference"``, ``"ecommerce.reference"``),
+    or a demonstrations file or folder (``agentgym demos ENV --out FILE`` writes one).
+    """
+    from omegaconf import OmegaConf
+
+    from agentgym_core.config import validate
+    from agentgym_core.experts import resolve_expert
+
+    data = OmegaConf.to_container(cfg, resolve=True)
+    if "stages" in data:
+        raise AgentGymError("LLMAgent.train(warm_start=...) puts an sft stage before the run; the config already "
+                            "holds stages: (a pipeline): run it with `agentgym train -c FILE` instead")
+    if not isinstance(warm_start, str) or not warm_start:
+        raise AgentGymError(f"LLMAgent.train(warm_start={warm_start!r}): pass 'expert' (the env's expert plays train "
+                            "tasks first), an expert's name, or a demonstrations file (agentgym demos ENV --out FILE)")
+    stage = {**WARM_SFT, "max_length": int(data["model"]["max_context"])}
+    if "local_envs" in data["trainer"]:
+        stage["local_envs"] = data["trainer"]["local_envs"]
+    if Path(warm_start).expanduser().exists():
+        stage["data"] = str(Path(warm_start).expanduser().resolve())
+    else:
+        name = None if warm_start == "expert" else warm_start
+        stage["demos_expert"] = resolve_expert(manager, data["env"]["name"], name).name
+    extra = dict(sft or {})
+    if extra.get("name", "sft") != "sft":
+        raise AgentGymError(f"LLMAgent.train(sft={{'name': {extra['name']!r}}}): the warm start's trainer is sft; "
+                            "sft= takes its options (epochs, demos_episodes, lr, finetune, ...)")
+    if "data" in extra:
+        stage.pop("demos_expert", None)
+    stage.update(extra)
+    data["stages"] = [{"name": "sft", "trainer": stage}, {"name": "rl"}]
+    return validate(OmegaConf.create(data), manager)
