@@ -3,6 +3,8 @@ from __future__ import annotations
 
 import signal
 
+import pytest
+
 #: Set when the session started with SIGINT ignored (see pytest_configure).
 RESTORED: list[str] = []
 
@@ -20,5 +22,15 @@ def pytest_configure(config):
 
 
 def pytest_terminal_summary(terminalreporter):
-    for line in RESTORED:
+    for line in RESTORED + WORKER_LINES:
         terminalreporter.write_line(line)
+
+
+#: Lines a pytest-xdist worker hands the controller for the end of the report (``config.workeroutput``
+#: ["summary_lines"]; tests/packaging/conftest.py's step timings): a worker's own summary is not shown.
+WORKER_LINES: list[str] = []
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_testnodedown(node, error):
+    WORKER_LINES.extend(getattr(node, "workeroutput", {}).get("summary_lines", []))

@@ -3,7 +3,7 @@ with ``agentgym new plugin``), built once, and one fresh venv installed from the
 first a plugin author's minimal set (:func:`minimal`, test_packaging_minimal.py), then everything
 else (:func:`fresh`, test_packaging_wheels.py). Nothing comes from the checkout.
 
-The steps' times are printed at the end (``pytest -s`` shows them as they happen).
+The steps' times are printed at the end (``pytest -s`` without workers shows them as they happen).
 """
 from __future__ import annotations
 
@@ -70,7 +70,17 @@ def tiny_model(tmp_path_factory):
     return tiny_model_dir(tmp_path_factory.mktemp("tiny"))
 
 
+def _timings_line() -> str:
+    return ("packaging test timings (s): " + ", ".join(f"{k} {v:.1f}" for k, v in TIMINGS.items())
+            + f"; total {sum(TIMINGS.values()):.1f}")
+
+
+def pytest_sessionfinish(session):
+    """Under pytest-xdist the timings go to the controller, which prints them (the root conftest.py)."""
+    if TIMINGS and hasattr(session.config, "workeroutput"):
+        session.config.workeroutput.setdefault("summary_lines", []).append(_timings_line())
+
+
 def pytest_terminal_summary(terminalreporter):
     if TIMINGS:
-        terminalreporter.write_line("packaging test timings (s): " + ", ".join(f"{k} {v:.1f}" for k, v in TIMINGS.items())
-                                    + f"; total {sum(TIMINGS.values()):.1f}")
+        terminalreporter.write_line(_timings_line())

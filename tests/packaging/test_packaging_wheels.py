@@ -22,7 +22,8 @@ import pytest
 sys.path.insert(0, str(Path(__file__).parent))
 from wheel_kit import NOT_PLUGINS, REPO, THIRD_PARTY, TIMINGS, projects, timed  # noqa: E402
 
-pytestmark = [pytest.mark.slow, pytest.mark.timeout(1800)]  # the install alone took 11 min at a load of 17
+# the install alone took 11 min at a load of 17; one worker runs the packaging tests (conftest.py)
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(1800), pytest.mark.xdist_group("packaging")]
 
 
 def test_installed_from_wheels_not_from_the_checkout(fresh):

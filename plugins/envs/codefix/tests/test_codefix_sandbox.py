@@ -19,16 +19,18 @@ def run(body, **kw):
     return run_tests(PROMPT + body, TEST, "f", 2, kw.pop("limits", Limits(time_s=10)), **kw)
 
 
-def nobody_processes():
-    """Processes whose real uid is nobody's (65534), read from /proc."""
-    count = 0
-    for status in Path("/proc").glob("[0-9]*/status"):
+def group_members(pgid):
+    """The live processes of process group *pgid*, read from /proc (other tests' sandboxes, running beside
+    this one under pytest-xdist, are other groups)."""
+    members = []
+    for stat in Path("/proc").glob("[0-9]*/stat"):
         try:
-            uid_line = next(line for line in status.read_text().splitlines() if line.startswith("Uid:"))
-        except (OSError, StopIteration):
+            fields = stat.read_text().rsplit(")", 1)[1].split()  # after the command: state, ppid, pgrp, ...
+        except (OSError, IndexError):
             continue
-        count += uid_line.split()[1] == "65534"
-    return count
+        if int(fields[2]) == pgid and fields[0] != "Z":
+            members.append(int(stat.parent.name))
+    return members
 
 
 @pytest.fixture
@@ -78,8 +80,17 @@ def test_socket_is_contained_and_reported(listener, audit):
 
 
 @pytest.mark.parametrize("audit", [True, False])
-def test_fork_bomb_is_contained_and_reported(audit):
-    before = nobody_processes()
+def test_fork_bomb_is_contained_and_reported(audit, monkeypatch):
+    import agentgym_env_codefix.sandbox as sandbox
+
+    groups, popen = [], sandbox.subprocess.Popen
+
+    def started(*args, **kwargs):  # the harness leads its own process group (start_new_session)
+        proc = popen(*args, **kwargs)
+        groups.append(proc.pid)
+        return proc
+
+    monkeypatch.setattr(sandbox.subprocess, "Popen", started)
     r = run("    import os\n    while True:\n        os.fork()\n", audit=audit, limits=Limits(time_s=10, nproc=16))
     if not audit and r.isolation.get("uid", 0) == 0:
         pytest.skip("running unprivileged as root is impossible here: RLIMIT_NPROC does not bind root")
@@ -88,7 +99,7 @@ def test_fork_bomb_is_contained_and_reported(audit):
         assert r.violations == ["starting processes (os.fork)"]
     else:
         assert r.error or "BlockingIOError" in r.tests[0]["error"] or "Resource temporarily" in r.tests[0]["error"]
-    assert nobody_processes() <= before  # the whole process group is gone
+    assert len(groups) == 1 and group_members(groups[0]) == []  # the whole process group is gone
 
 
 @pytest.mark.parametrize("audit", [True, False])
