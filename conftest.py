@@ -34,3 +34,24 @@ WORKER_LINES: list[str] = []
 @pytest.hookimpl(optionalhook=True)
 def pytest_testnodedown(node, error):
     WORKER_LINES.extend(getattr(node, "workeroutput", {}).get("summary_lines", []))
+
+
+#: Test files one pytest-xdist worker runs together, in order, because they share costly session fixtures: the
+#: packaging tests' wheels and venv (tests/packaging/conftest.py: the minimal install, then the rest on top).
+#: (xdist's own ``xdist_group`` mark does nothing under pytest 9.2: it renames ``item._nodeid``, which pytest no
+#: longer reads.)
+SAME_WORKER = {"tests/packaging/test_packaging_minimal.py": "packaging",
+               "tests/packaging/test_packaging_wheels.py": "packaging"}
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_make_scheduler(config, log):
+    """Every test its own unit of work (as ``--dist load``), but the :data:`SAME_WORKER` files' tests one unit:
+    the units with most tests are handed out first, so the packaging group starts at once."""
+    from xdist.scheduler import LoadScopeScheduling
+
+    class Grouped(LoadScopeScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            return SAME_WORKER.get(nodeid.split("::", 1)[0], nodeid)
+
+    return Grouped(config, log)

@@ -20,8 +20,8 @@ import pytest
 sys.path.insert(0, str(Path(__file__).parent))
 from wheel_kit import MINIMAL, THIRD_PARTY, pip_into, run, timed, wheel_of  # noqa: E402
 
-# One worker builds the wheels and the venv (session fixtures) and installs in order: minimal, then the rest.
-pytestmark = [pytest.mark.slow, pytest.mark.timeout(1800), pytest.mark.xdist_group("packaging")]
+# Under pytest-xdist one worker runs this file and test_packaging_wheels.py, in order (the root conftest.py).
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(1800)]
 
 
 @pytest.fixture

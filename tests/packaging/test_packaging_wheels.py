@@ -22,8 +22,8 @@ import pytest
 sys.path.insert(0, str(Path(__file__).parent))
 from wheel_kit import NOT_PLUGINS, REPO, THIRD_PARTY, TIMINGS, projects, timed  # noqa: E402
 
-# the install alone took 11 min at a load of 17; one worker runs the packaging tests (conftest.py)
-pytestmark = [pytest.mark.slow, pytest.mark.timeout(1800), pytest.mark.xdist_group("packaging")]
+# the install alone took 11 min at a load of 17; one worker runs the packaging tests (the root conftest.py)
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(1800)]
 
 
 def test_installed_from_wheels_not_from_the_checkout(fresh):
