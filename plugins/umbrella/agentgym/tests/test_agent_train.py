@@ -78,9 +78,15 @@ def test_train_config_file_values_win_over_llmagent_defaults():
     assert (cfg.run.name, cfg.model.max_context, cfg.trainer.steps, cfg.scheduler.name) == ("agent", 4096, 100, "scaling_inter")
     # ... sized for a first result in minutes on a CPU: every ScalingInter stage within the run, 8 episodes
     # a step, an 8-task evaluation at the last stage's 6 turns; a method with a fixed horizon: 6 turns.
-    assert (list(cfg.scheduler.rounds), cfg.scheduler.step_interval) == ([2, 4, 6], 34)
+    assert (list(cfg.scheduler.rounds), cfg.scheduler.step_interval) == ([2, 4, 6], 33)
+    assert cfg.trainer.finetune == "lora" and cfg.trainer.lr == 1e-4  # LoRA's rate, not the trainer's 1e-5
     assert (cfg.rollout.tasks_per_step * cfg.rollout.group_size, cfg.rollout.max_new_tokens, cfg.eval.tasks) == (8, 48, 8)
     assert LLMAgent().train_config("babyai", method="ScalingInter-RL", max_steps=9).scheduler.step_interval == 3
+    # Four steps, three stages: the last stage is trained too (stages at steps 1, 2 and 3-4, not 1-2, 3-4).
+    assert LLMAgent().train_config("babyai", method="ScalingInter-RL", max_steps=4).scheduler.step_interval == 1
+    assert LLMAgent().train_config("babyai", **{"trainer.finetune": "full"}).trainer.lr == 1e-5  # the trainer's
+    assert LLMAgent().train_config("babyai", **{"trainer.lr": 3e-4}).trainer.lr == 3e-4
+    assert LLMAgent().train_config("babyai", config=str(QUICKSTART)).trainer.lr == 1e-3  # the file's
     assert dict(LLMAgent().train_config("babyai", method="GRPO").scheduler) == {"name": "fixed", "turns": 6}
     assert dict(LLMAgent(max_turns=9).train_config("babyai", method="GRPO").scheduler) == {"name": "fixed", "turns": 9}
     assert LLMAgent().train_config("babyai", **{"scheduler.rounds": [6, 13, 20]}).scheduler.rounds == [6, 13, 20]
