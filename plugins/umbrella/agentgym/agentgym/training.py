@@ -277,9 +277,9 @@ def warm_start_config(cfg: Any, warm_start: str, sft: Optional[dict[str, Any]], 
     stage = {**WARM_SFT, "max_length": int(data["model"]["max_context"])}
     if "local_envs" in data["trainer"]:
         stage["local_envs"] = data["trainer"]["local_envs"]
-    if Path(warm_start).expanduser().exists():
+    if warm_start != "expert" and Path(warm_start).expanduser().exists():
         stage["data"] = str(Path(warm_start).expanduser().resolve())
-    else:
+    else:  # (a file named "expert" in the working directory is not the data: "./expert" is)
         name = None if warm_start == "expert" else warm_start
         stage["demos_expert"] = resolve_expert(manager, data["env"]["name"], name).name
     extra = dict(sft or {})
