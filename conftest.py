@@ -44,6 +44,14 @@ SAME_WORKER = {"tests/packaging/test_packaging_minimal.py": "packaging",
                "tests/packaging/test_packaging_wheels.py": "packaging"}
 
 
+def pytest_collection_modifyitems(config, items):
+    """Under pytest-xdist, the tests marked ``slow`` are handed out first (in their order, then the rest in
+    theirs): a long test that came last in collection order would keep one worker busy after the other ran
+    out of work. (Every worker collects the same order, as xdist requires.)"""
+    if hasattr(config, "workerinput"):
+        items.sort(key=lambda item: item.get_closest_marker("slow") is None)
+
+
 @pytest.hookimpl(optionalhook=True)
 def pytest_xdist_make_scheduler(config, log):
     """Every test its own unit of work (as ``--dist load``), but the :data:`SAME_WORKER` files' tests one unit:

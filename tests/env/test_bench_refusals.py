@@ -19,10 +19,13 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parents[2]
 GUESSERS = ("refuse_k1", "refuse_k2", "refuse_k3", "refuse_with_all_reasons", "refuse_named", "refuse_k1_guess")
 
 
+@pytest.mark.slow
 def test_refusing_a_guessed_request_wins_nothing_over_http(tmp_path):
     out = tmp_path / "rows.json"
     proc = subprocess.run(
