@@ -109,6 +109,23 @@ def run_pipeline(cfg: Any, manager: Any, *, resume: str | None = None, echo: Any
     return state.stages
 
 
+def summary_lines(stages: list[dict[str, Any]], root: str | Path) -> list[str]:
+    """What ``agentgym train`` (and ``LLMAgent.train(warm_start=...)``) prints after a pipeline: each stage's
+    status, wall time and held-out success, then the run directory."""
+    import os
+
+    from .finish import short_path
+
+    lines = []
+    for s in stages:
+        evals = ", ".join(f"{tag} {100 * v:.1f}%" for tag, v in (s.get("eval") or {}).items() if v is not None)
+        lines.append(f"stage {s['name']:>8}: {s.get('status')}, {s.get('wall_s', 0):.0f} s"
+                     + (f", held-out success {evals}" if evals else ""))
+    run_dir = os.path.abspath(root)
+    lines.append(f"run: {run_dir} (agentgym eval --compare {short_path(run_dir)}; each stage is a run directory)")
+    return lines
+
+
 def _take_dir(root: Path, overwrite: bool) -> None:
     import shutil
 

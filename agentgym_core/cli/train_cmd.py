@@ -115,8 +115,7 @@ def end_process_group(timeout: float = END_TIMEOUT_S) -> None:
 
 def _pipeline(cfg, manager, resume: str | None) -> None:
     """Train the stages of a pipeline config (``stages:``) and print each stage's held-out success."""
-    from agentgym_core.finish import short_path
-    from agentgym_core.pipeline import run_pipeline
+    from agentgym_core.pipeline import run_pipeline, summary_lines
 
     if int(os.environ.get("WORLD_SIZE", "1")) > 1:
         from agentgym_core.errors import ConfigError
@@ -124,12 +123,8 @@ def _pipeline(cfg, manager, resume: str | None) -> None:
         raise ConfigError("a pipeline (stages:) runs its stages one after another in one process; drop "
                           "--num-processes")
     stages = run_pipeline(cfg, manager, resume=resume, echo=lambda line: click.echo(line, err=True))
-    for s in stages:
-        evals = ", ".join(f"{tag} {100 * v:.1f}%" for tag, v in (s.get("eval") or {}).items() if v is not None)
-        click.echo(f"stage {s['name']:>8}: {s.get('status')}, {s.get('wall_s', 0):.0f} s"
-                   + (f", held-out success {evals}" if evals else ""))
-    run_dir = os.path.abspath(resume or os.path.join(cfg.run.output_dir, cfg.run.name))
-    click.echo(f"run: {run_dir} (agentgym eval --compare {short_path(run_dir)}; each stage is a run directory)")
+    for line in summary_lines(stages, resume or os.path.join(cfg.run.output_dir, cfg.run.name)):
+        click.echo(line)
 
 
 def _launch(n: int) -> int:

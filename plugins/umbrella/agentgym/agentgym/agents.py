@@ -193,15 +193,12 @@ class LLMAgent:
         from omegaconf import OmegaConf
 
         from agentgym_core.config import validate
-        from agentgym_core.pipeline import run_pipeline
+        from agentgym_core.pipeline import run_pipeline, summary_lines
 
         root = Path(cfg.run.output_dir) / cfg.run.name
         stages = run_pipeline(cfg, manager, echo=lambda line: print(line, file=sys.stderr, flush=True))
-        for s in stages:
-            evals = ", ".join(f"{tag} {100 * v:.1f}%" for tag, v in (s.get("eval") or {}).items() if v is not None)
-            print(f"stage {s['name']:>8}: {s.get('status')}, {s.get('wall_s', 0):.0f} s"
-                  + (f", held-out success {evals}" if evals else ""), flush=True)
-        print(f"run: {root.resolve()} (agentgym eval --compare {root}; each stage is a run directory)", flush=True)
+        for line in summary_lines(stages, root):  # what `agentgym train` prints for a pipeline
+            print(line, flush=True)
         last = root / stages[-1]["name"]
         self.close()
         self.base_model = stages[-1]["checkpoint"]
