@@ -87,9 +87,12 @@ def judged_lines(summary: Mapping[str, Any]) -> list[str]:
             tokens = int(cost.get("prompt_tokens", 0)) + int(cost.get("completion_tokens", 0))
             spent = (f"; {int(cost.get('requests', 0))} judge requests, {int(cost.get('cache_hits', 0))} cache hits, "
                      f"{tokens:,} tokens, {float(cost.get('judge_seconds', 0.0)):.1f} s")
+        screened = (f", {j['screened']} judged again as screened ({j.get('lowered', 0)} lowered)"
+                    if j.get("screened") else "")
         out.append(f"Judged ({name}): mean reward {j['reward_mean']:.3f} (std {j['reward_std']:.3f}) over {j['n']} "
                    f"episodes; {j['judged']} verdicts parsed{score}, {j['parse_failures']} parse failures, "
-                   f"{j['gated']} not judged for failing the env's state check, {j['skipped']} failed episodes{spent}.")
+                   f"{j['gated']} not judged for failing the env's state check, {j['skipped']} failed episodes"
+                   f"{screened}{spent}.")
     return out
 
 

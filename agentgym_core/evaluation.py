@@ -182,7 +182,8 @@ def judged_scores(rewards: Sequence[tuple[Any, float]], trajectories: Sequence[A
     the ``judge`` reward). Each entry: ``n`` episodes, ``reward_mean`` and ``reward_std`` (population) of the
     reward it gave every episode, and ``judged`` (verdicts parsed), ``parse_failures``, ``gated`` (the
     env's state check failed, so not judged: 0), ``skipped`` (failed episodes), ``score_mean`` (the
-    rubric's raw score over the parsed verdicts), plus the judge's cost when it reports one (``stats``:
+    rubric's raw score over the parsed verdicts), ``screened`` (episodes judged again without what the judge's screen
+    took out) and ``lowered`` (those the screened copy scored lower), plus the judge's cost when it reports one (``stats``:
     requests, tokens, seconds). Empty when no component judges."""
     out: dict[str, Any] = {}
     episodes = list(trajectories)
@@ -202,7 +203,9 @@ def judged_scores(rewards: Sequence[tuple[Any, float]], trajectories: Sequence[A
                  "reward_std": (sum((v - mean) ** 2 for v in values) / len(values)) ** 0.5,
                  "judged": len(parsed), "parse_failures": sum(1 for i in infos if i.get("parsed") is False),
                  "gated": sum(1 for i in infos if i.get("gated")), "skipped": sum(1 for i in infos if i.get("skipped")),
-                 "score_mean": (sum(float(i["score"]) for i in parsed if "score" in i) / len(parsed)) if parsed else None}
+                 "score_mean": (sum(float(i["score"]) for i in parsed if "score" in i) / len(parsed)) if parsed else None,
+                 "screened": sum(1 for i in infos if i.get("screen")),
+                 "lowered": sum(1 for i in infos if (i.get("screen") or {}).get("kept") == "screened")}
         after = getattr(fn, "stats", {}) or {}
         cost = {k: after[k] - before.get(k, 0) for k in ("requests", "cache_hits", "prompt_tokens", "completion_tokens",
                                                            "judge_seconds") if k in after}

@@ -59,6 +59,22 @@ def _same_lines(lines: list[str]) -> list[str]:
     return out
 
 
+def repeat_at(items: Sequence[Any], i: int, longest: int, least: int) -> tuple[int, int]:
+    """The longest run at *i* of one unit of up to *longest* items said *least* times or more in a row, as
+    (repeats, items in the unit); (1, 1) when there is none."""
+    best = (1, 1)
+    for p in range(1, longest + 1):
+        unit = list(items[i:i + p])
+        if len(unit) < p:
+            break
+        r = 1
+        while list(items[i + r * p:i + (r + 1) * p]) == unit:
+            r += 1
+        if r >= least and r * p > best[0] * best[1]:
+            best = (r, p)
+    return best
+
+
 def _same_sentences(line: str, period: int = 4) -> str:
     """Runs of one sentence, or of a sequence of up to *period* sentences, said three times or more, as that
     sentence (sequence) once and a count: filler too long for a repeated-unit pattern to catch."""
@@ -68,17 +84,7 @@ def _same_sentences(line: str, period: int = 4) -> str:
     out: list[str] = []
     i = 0
     while i < len(parts):
-        best = (1, 1)  # (repeats, sentences in the unit)
-        for p in range(1, period + 1):
-            unit = parts[i:i + p]
-            if len(unit) < p:
-                break
-            r = 1
-            while parts[i + r * p:i + (r + 1) * p] == unit:
-                r += 1
-            if r >= 3 and r * p > best[0] * best[1]:
-                best = (r, p)
-        r, p = best
+        r, p = repeat_at(parts, i, period, 3)
         out.append(" ".join(parts[i:i + p]) + (f" [repeated x{r}]" if r > 1 else ""))
         i += r * p
     return " ".join(out)
@@ -129,16 +135,18 @@ def task_text(trajectory: Any, decode: Optional[Callable[[list[int]], str]] = No
 
 
 def episode_document(trajectory: Any, *, show: str, limits: Limits, task: Optional[str] = None,
-                     reference: Optional[str] = None) -> dict[str, Any]:
-    """The episode as the judge reads it (plain data; hashed for the cache, quoted for the prompt)."""
+                     reference: Optional[str] = None,
+                     agent_text: Callable[[str], str] = str) -> dict[str, Any]:
+    """The episode as the judge reads it (plain data; hashed for the cache, quoted for the prompt).
+    *agent_text* rewrites each agent reply first (the screen's copy: :mod:`.screen`)."""
     cap = limits.turn_chars
     doc: dict[str, Any] = {"task": normalise(task, cap * 2) if task is not None else "(not recorded: judge from the turns)"}
     turns = list(getattr(trajectory, "turns", ()))
     if show == "final_answer":
-        doc["final_answer"] = normalise(turns[-1].text, cap) if turns else ""
+        doc["final_answer"] = normalise(agent_text(turns[-1].text or ""), cap) if turns else ""
     else:
-        items = [{"turn": k + 1, "agent": normalise(t.text, cap), "environment": normalise(t.observation, cap)}
-                 for k, t in enumerate(turns)]
+        items = [{"turn": k + 1, "agent": normalise(agent_text(t.text or ""), cap),
+                  "environment": normalise(t.observation, cap)} for k, t in enumerate(turns)]
         doc["turns"] = _fit(items, limits.episode_chars - len(doc["task"]))
     if reference is not None:
         doc["reference_answer"] = normalise(str(reference), cap)

@@ -6,7 +6,9 @@ together, or one engine batch) and is where group-relative judging happens (``mo
 episodes of one GRPO group ranked against each other in one judge call); a caller that has the
 step's episodes calls it first, and ``__call__`` then returns what it found. A state check stays in
 charge: with ``combine: gate`` (the default where the env reports ``success``) an episode that
-failed it gets 0 and is not even shown to the judge. Each judged episode keeps the judge's raw
+failed it gets 0 and is not even shown to the judge. With ``screen`` (the default) an episode whose
+agent wrote something that cannot earn a score (text addressed to the judge, filler, a reply past the
+per-turn cap: :mod:`.screen`) is judged a second time without it, and keeps the lower reward. Each judged episode keeps the judge's raw
 answer in its last turn's ``info["judge"]``, so the trajectories written to the run carry it.
 """
 from __future__ import annotations
@@ -23,6 +25,7 @@ from .cache import VerdictCache, cache_file, cache_key
 from .judges import JudgeSettings, LoopThread, make_judge
 from .prompt import Limits, absolute_messages, content_hash, episode_document, group_messages, new_fence, task_text
 from .rubric import load_rubric
+from .screen import screen
 from .verdict import ParseFailure, parse_group_verdict, parse_verdict
 
 MODES = ("absolute", "group")
@@ -51,6 +54,9 @@ class JudgeConfig:
     #: Characters the judge reads of one turn, and of one episode.
     turn_chars: int = 1500
     episode_chars: int = 12000
+    #: Judge a screened copy too where screening removed part of an agent reply (text addressed to the judge,
+    #: filler, what runs past ``turn_chars``), and keep the lower reward: what it removes can only lower a score.
+    screen: bool = True
     #: A tokenizer (model folder or alias) to decode the episode's prompt with, so the judge sees the task
     #: (None: in a training run, its ``model.path``'s; in ``agentgym eval --model``, set it to that model).
     tokenizer: Optional[str] = None
@@ -97,8 +103,10 @@ class JudgeReward(Reward):
         self.show = cfg.show or self.rubric.show
         self.rubric_hash = self.rubric.digest()
         #: Counters since construction: judged (asked), cache_hits, parse_failures, gated, skipped, tokens, seconds.
+        #: screened: episodes also judged as screened; lowered: those whose screened copy scored lower.
         self.stats = dict.fromkeys(("episodes", "requests", "cache_hits", "parse_failures", "gated", "skipped",
-                                    "prompt_tokens", "completion_tokens"), 0) | {"judge_seconds": 0.0}
+                                    "screened", "lowered", "prompt_tokens", "completion_tokens"), 0) | \
+            {"judge_seconds": 0.0}
         self._loop = LoopThread()
         # Not closed by its owner: its connections and thread are let go when it is collected.
         weakref.finalize(self, self._loop.shutdown, self.judge.aclose)
@@ -142,25 +150,36 @@ class JudgeReward(Reward):
         self._open_cache()
         self._ready.clear()  # results nobody asked for (keeps no trajectory alive past its step)
         results: list[Optional[Judged]] = [None] * len(trajectories)
-        todo: list[tuple[int, dict[str, Any]]] = []
+        todo: list[tuple[Any, dict[str, Any]]] = []
+        shadow: dict[int, tuple[dict[str, Any], list[str]]] = {}  # the screened copies that differ
         for i, traj in enumerate(trajectories):
             self.stats["episodes"] += 1
             skipped = self._not_judged(traj)
             if skipped is not None:
                 results[i] = skipped
-            else:
-                todo.append((i, self._document(traj)))
-        groups: list[list[tuple[int, dict[str, Any]]]] = []
+                continue
+            todo.append((i, self._document(traj)))
+            if self.config.screen:
+                removed: list[str] = []
+                copy = self._document(traj, removed)
+                if removed and copy != todo[-1][1]:
+                    shadow[i] = (copy, removed)
+        groups: list[list[tuple[Any, dict[str, Any]]]] = []
         if self.config.mode == "group":
-            by_group: dict[Any, list[tuple[int, dict[str, Any]]]] = {}
+            by_group: dict[Any, list[tuple[Any, dict[str, Any]]]] = {}
             for item in todo:
                 by_group.setdefault(trajectories[item[0]].group_id, []).append(item)
             groups = [g for g in by_group.values() if len(g) > 1]
             singles = [g[0] for g in by_group.values() if len(g) == 1]
+            groups += [[(("screened", i), shadow[i][0] if i in shadow else d) for i, d in g]
+                       for g in groups if any(i in shadow for i, _ in g)]
         else:
-            singles = todo
-        for i, judged in self._judge(singles, groups):
-            results[i] = judged
+            singles = list(todo)
+        singles += [(("screened", i), shadow[i][0]) for i, _ in singles if i in shadow]
+        judged_all = dict(self._judge(singles, groups))
+        for i, _ in todo:
+            results[i] = judged_all[i] if i not in shadow else \
+                self._lower(judged_all[i], judged_all[("screened", i)], shadow[i][1])
         for traj, judged in zip(trajectories, results):
             assert judged is not None
             if traj.turns:
@@ -187,12 +206,31 @@ class JudgeReward(Reward):
             return Judged(0.0, {**base, "gated": True, "success": False})
         return None
 
-    def _document(self, traj: Any) -> dict[str, Any]:
+    def _document(self, traj: Any, removed: Optional[list[str]] = None) -> dict[str, Any]:
+        """The episode as the judge reads it; given *removed*, its screened copy (what went is added to it)."""
         cfg = self.config
         task = cfg.task(traj) if cfg.task is not None else task_text(traj, self._decoder())
         info = traj.turns[-1].info or {}
         reference = info.get(self.rubric.reference) if self.rubric.reference else None
-        return episode_document(traj, show=self.show, limits=self.limits, task=task, reference=reference)
+        agent_text: Any = str
+        if removed is not None:
+            def agent_text(text: str) -> str:
+                done = screen(text, self.limits.turn_chars)
+                removed.extend(done.removed)
+                return done.text
+        return episode_document(traj, show=self.show, limits=self.limits, task=task, reference=reference,
+                                agent_text=agent_text)
+
+    def _lower(self, played: Judged, screened: Judged, removed: list[str]) -> Judged:
+        """The outcome of an episode judged as played and as screened: the lower reward, with both verdicts."""
+        self.stats["screened"] += 1
+        lowered = screened.reward < played.reward
+        self.stats["lowered"] += int(lowered)
+        kept = screened if lowered else played
+        both = {name: {k: j.info.get(k) for k in ("score", "reward", "parsed", "raw")}
+                for name, j in (("as_played", played), ("screened", screened))}
+        return Judged(kept.reward, {**kept.info, "screen": {"removed": removed, "kept": "screened" if lowered else
+                                                                "as_played", **both}})
 
     def _decoder(self) -> Any:
         """Decodes an episode's prompt: with ``tokenizer``, else the tokenizer of the training run's model
@@ -256,8 +294,8 @@ class JudgeReward(Reward):
             assert entry is not None
             if key not in fresh:
                 self.stats["cache_hits"] += 1
-            if not entry["parsed"]:
-                self.stats["parse_failures"] += 1
+            if not entry["parsed"] and any(not isinstance(i, tuple) for i, _ in members):
+                self.stats["parse_failures"] += 1  # verdicts on episodes as played (a screened copy's is in its info)
             for k, (i, _) in enumerate(members):
                 out.append((i, self._outcome(entry, k, cached=key not in fresh)))
         return out

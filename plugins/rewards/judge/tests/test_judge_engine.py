@@ -49,7 +49,7 @@ def test_the_hf_engine_judges_with_any_model_folder(hf_tiny_model_dir, kit):
     r = JudgeReward(judge={"kind": "engine", "model": str(hf_tiny_model_dir), "dtype": "fp32", "max_tokens": 8,
                            "engine_options": {"threads": 1}}, combine="none")
     started = time.perf_counter()
-    results = r.score_batch([kit.episode(f"reply {k}", eid=f"e{k}") for k in range(3)])
+    results = r.score_batch([kit.episode(f"order {k} is cancelled", eid=f"e{k}") for k in range(3)])
     elapsed = time.perf_counter() - started
     assert [j.reward for j in results] == [0.0] * 3 and r.stats["parse_failures"] == 3
     assert all(isinstance(j.info["raw"], str) for j in results) and r.stats["requests"] == 3

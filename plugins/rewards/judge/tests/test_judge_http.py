@@ -129,7 +129,7 @@ def test_a_refused_request_names_the_key_variable_and_is_not_retried(judge_serve
 def test_a_step_is_judged_in_one_batch_within_the_concurrency_limit(judge_server, kit):
     judge_server.delay = 0.2
     r = reward(judge_server, kit, judge={"concurrency": 3})
-    trajs = [kit.episode(f"reply {k}", eid=f"e{k}") for k in range(10)]
+    trajs = [kit.episode(f"order {k} is cancelled", eid=f"e{k}") for k in range(10)]
     results = r.score_batch(trajs)
     assert [j.reward for j in results] == [0.5] * 10 and len(judge_server.requests) == 10
     assert judge_server.max_active == 3   # in flight together, never more than the limit
@@ -138,16 +138,16 @@ def test_a_step_is_judged_in_one_batch_within_the_concurrency_limit(judge_server
 
 def test_a_rerun_asks_nothing_twice(judge_server, kit, tmp_path):
     r = reward(judge_server, kit, run_dir=str(tmp_path))
-    trajs = [kit.episode(f"reply {k}", eid=f"e{k}") for k in range(3)] + [kit.episode("reply 0", eid="dup")]
+    trajs = [kit.episode(f"order {k} is cancelled", eid=f"e{k}") for k in range(3)] + [kit.episode("order 0 is cancelled", eid="dup")]
     r.score_batch(trajs)
     assert len(judge_server.requests) == 3           # the same content is asked once, even in one batch
-    again = [kit.episode(f"reply {k}", eid=f"e{k}") for k in range(3)]
+    again = [kit.episode(f"order {k} is cancelled", eid=f"e{k}") for k in range(3)]
     assert [r(t) for t in again] == [[0.5]] * 3 and len(judge_server.requests) == 3
     assert again[0].turns[-1].info["judge"]["cached"] is True and r.stats["cache_hits"] == 3
     lines = (tmp_path / "judge" / "cache.jsonl").read_text().splitlines()
     assert len(lines) == 3 and json.loads(lines[0])["raw"] == '{"score": 3, "reason": "scripted"}'
     other = reward(judge_server, kit, rubric="plan_completeness", run_dir=str(tmp_path))
-    other(kit.episode("reply 0"))
+    other(kit.episode("order 0 is cancelled"))
     assert len(judge_server.requests) == 4           # another rubric is another question
 
 

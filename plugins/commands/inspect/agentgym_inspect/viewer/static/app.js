@@ -150,6 +150,13 @@ function judgeBlock(j) {
   const box = el("div", { class: "judge" }, head);
   if (j.reason) box.append(el("p", { class: "reason", text: j.reason }));
   if (j.raw != null) box.append(el("div", { class: "muted", text: "the judge's answer, as it came:" }), el("pre", { class: "raw", text: j.raw }));
+  const s = j.screen;
+  if (s) {
+    // Judged as played and as screened (what cannot earn a score taken out); the lower reward stands.
+    const side = (name, v) => `${name}: score ${v.score ?? "x"} → reward ${num(v.reward)}`;
+    box.append(el("div", { class: "muted", text: `screened (${s.kept === "screened" ? "the screened copy's lower reward stands" : "the reward as played stands"}): ${side("as played", s.as_played || {})}; ${side("screened", s.screened || {})}` }),
+      el("pre", { class: "raw", text: "taken out: " + (s.removed || []).join("\n           ") }));
+  }
   return box;
 }
 
