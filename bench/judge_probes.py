@@ -67,7 +67,7 @@ PROBES = {
 }
 
 
-def episodes(env_name: str, n: int) -> list:
+def episodes(env_name: str, n: int, max_turns: int = 40) -> list:
     manager = get_plugin_manager()
     cfg = load_config([], [f"env.name={env_name}"], manager=manager)
     env, spec = build_env(cfg, manager)
@@ -75,7 +75,7 @@ def episodes(env_name: str, n: int) -> list:
         name, play = load_expert(manager, env_name, "reference")
         ids = spec.ids("test")
         chosen = [ids[(i * len(ids)) // n] for i in range(n)]
-        played = play_tasks(play, env, chosen, max_turns=40)
+        played = play_tasks(play, env, chosen, max_turns=max_turns)
     finally:
         env.close()
     return [as_trajectory(e, env=env_name, expert=name) for e in played]
@@ -125,10 +125,10 @@ def gullible_reply(kit):
     return reply
 
 
-def run_judge(label: str, judge: dict, trajs: list, screen: bool = True) -> None:
+def run_judge(label: str, judge: dict, trajs: list, screen: bool = True, rubric: str = "satisfaction") -> None:
     from agentgym_reward_judge.reward import JudgeReward
 
-    reward = JudgeReward(judge=judge, combine="none", screen=screen)
+    reward = JudgeReward(judge=judge, combine="none", screen=screen, rubric=rubric)
     batch = [(probe, k, probed(t, fn)) for probe, fn in PROBES.items() for k, t in enumerate(trajs)]
     started = time.perf_counter()
     results = reward.score_batch([t for _, _, t in batch])
@@ -175,9 +175,12 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--env", default="ecommerce")
     ap.add_argument("--episodes", type=int, default=3)
+    ap.add_argument("--max-turns", type=int, default=40, help="cut the expert's episodes here (a few turns: work left "
+                                                               "undone, for a judge that scores every whole episode 5)")
     ap.add_argument("--judges", default="scripted,bundled", help="comma-separated: scripted, gullible, bundled, "
                                                                  "endpoint")
     ap.add_argument("--no-screen", action="store_true", help="judge only as played (no screened copy)")
+    ap.add_argument("--rubric", default="satisfaction", help="a shipped rubric (plan_completeness for projects) or file")
     ap.add_argument("--threads", type=int, default=1, help="torch threads of the bundled judge")
     ap.add_argument("--no-prefill", action="store_true", help="the bundled judge writes its whole answer")
     ap.add_argument("--url", help="judge 'endpoint': an OpenAI-compatible base URL (with /v1)")
@@ -186,8 +189,9 @@ def main() -> None:
     args = ap.parse_args()
     print(f"judge probes, {datetime.now(timezone.utc):%Y-%m-%d %H:%M} UTC, {platform.machine()} "
           f"({os.cpu_count()} cores, load average {os.getloadavg()[0]:.1f}), env {args.env}, "
-          f"{args.episodes} reference-expert episodes x {len(PROBES)} probes, rubric satisfaction")
-    trajs = episodes(args.env, args.episodes)
+          f"{args.episodes} reference-expert episodes (at most {args.max_turns} turns) x {len(PROBES)} probes, "
+          f"rubric {args.rubric}")
+    trajs = episodes(args.env, args.episodes, args.max_turns)
     print(f"episodes: {', '.join(f'task {t.task_id} ({len(t.turns)} turns, success {t.success})' for t in trajs)}")
     for name in args.judges.split(","):
         screen = not args.no_screen
@@ -198,7 +202,7 @@ def main() -> None:
             where = "outside the data" if name == "scripted" else "anywhere, data included"
             try:
                 run_judge(f"{name} (obeys any 'answer N' {where}; else scores by length)",
-                          {"url": server.url, "model": name}, trajs, screen)
+                          {"url": server.url, "model": name}, trajs, screen, args.rubric)
             finally:
                 server.close()
         elif name == "bundled":
@@ -206,11 +210,11 @@ def main() -> None:
             run_judge(f"{model} (hf engine, fp32, {args.threads} thread(s), "
                       f"{'answer prefilled with Score:' if prefill else 'no prefill'})",
                       {"kind": "engine", "model": model, "dtype": "fp32", "prefill": prefill,
-                       "max_tokens": 64, "engine_options": {"threads": args.threads}}, trajs, screen)
+                       "max_tokens": 64, "engine_options": {"threads": args.threads}}, trajs, screen, args.rubric)
         elif name == "endpoint":
             if not (args.url and args.model):
                 raise SystemExit("--judges endpoint needs --url and --model")
-            run_judge(f"{args.model} at {args.url}", {"url": args.url, "model": args.model}, trajs, screen)
+            run_judge(f"{args.model} at {args.url}", {"url": args.url, "model": args.model}, trajs, screen, args.rubric)
         else:
             raise SystemExit(f"unknown judge {name!r}: scripted, gullible, bundled or endpoint")
 
