@@ -49,6 +49,7 @@ TO_THE_JUDGE = [
     ("words for the judge", re.compile(r"\b(rubric|judge|grader|evaluator|reward model)\b", _FLAGS)),
 ]
 #: A sentence ends at . ! or ? and up to two closing quotes or brackets (``message="Done.")``), then space.
+_UNIT_END = re.compile(r"[.!?][\"')\]]{0,2}(?=\s)|\n")
 _SENTENCE_END = re.compile(r"(?:(?<=[.!?])|(?<=[.!?][\"')\]])|(?<=[.!?][\"')\]][\"')\]]))\s+")
 
 
@@ -67,7 +68,8 @@ def _unrepeat_lines(lines: list[str], removed: list[str], longest: int = 40) -> 
     i = 0
     while i < len(lines):
         r, p = repeat_at(lines, i, min(longest, (len(lines) - i) // 2), 2) if lines[i].strip() else (1, 1)
-        whole = not any(line.strip() for line in lines[:i] + lines[i + r * p:])
+        whole = r >= 3 and not any(line.strip() for k in (range(i), range(i + r * p, len(lines))) for line in
+                                   (lines[j] for j in k))
         if r >= 3 and not whole:
             removed.append(f"filler: a block of {p} line(s) said {r} times")
         else:
@@ -104,7 +106,13 @@ def screen(text: str, budget: int) -> Screened:
     """*text* (one agent reply) with what cannot earn a score removed (see the module docstring)."""
     text = (text or "").replace("\r\n", "\n").replace("\r", "\n")
     removed: list[str] = []
-    lines = _unrepeat_lines(text.split("\n"), removed)
+    work = text
+    if len(text) > budget * 8:  # no more than this can be kept, bar repetition: bound the work
+        work = text[:budget * 8]
+        ends = [m.end() for m in _UNIT_END.finditer(work)]
+        work = work[:ends[-1]] if ends else work  # whole sentences and lines only
+        removed.append(f"past {budget * 8} characters: {len(text) - len(work)} characters not read")
+    lines = _unrepeat_lines(work.split("\n"), removed)
     kept_lines: list[str] = []
     used = 0
     for line in lines:

@@ -132,3 +132,9 @@ def test_the_evaluation_line_counts_the_screened_episodes(judge_server, kit):
     entry = summary["judged"]["judge:satisfaction"]
     assert (entry["screened"], entry["lowered"], entry["reward_mean"]) == (1, 1, 0.0)
     assert "1 judged again as screened (1 lowered)" in judged_lines(summary)[0]
+
+
+def test_a_huge_reply_is_read_only_as_far_as_can_be_kept():
+    for text in ("x\n" * 100_000, "\n" * 200_000, "Ok. " * 200_000, "y" * 2_000_000, ("I did it. Done.\n" * 3) * 1000):
+        done = screen(text, 1500)
+        assert len(done.text) <= 1500 and done.removed[0].startswith("past 12000 characters")
