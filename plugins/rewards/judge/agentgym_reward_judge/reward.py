@@ -8,8 +8,9 @@ step's episodes calls it first, and ``__call__`` then returns what it found. A s
 charge: with ``combine: gate`` (the default where the env reports ``success``) an episode that
 failed it gets 0 and is not even shown to the judge. With ``screen`` (the default) an episode whose
 agent wrote something that cannot earn a score (text addressed to the judge, filler, a reply past the
-per-turn cap: :mod:`.screen`) is judged a second time without it, and keeps the lower reward. Each judged episode keeps the judge's raw
-answer in its last turn's ``info["judge"]``, so the trajectories written to the run carry it.
+per-turn cap: :mod:`.screen`) is judged a second time without it, and keeps the lower reward. Each
+judged episode keeps the judge's raw answer in its last turn's ``info["judge"]``, so the trajectories
+written to the run carry it.
 """
 from __future__ import annotations
 
@@ -158,12 +159,10 @@ class JudgeReward(Reward):
             if skipped is not None:
                 results[i] = skipped
                 continue
-            todo.append((i, self._document(traj)))
-            if self.config.screen:
-                removed: list[str] = []
-                copy = self._document(traj, removed)
-                if removed and copy != todo[-1][1]:
-                    shadow[i] = (copy, removed)
+            doc, copy, removed = self._documents(traj)
+            todo.append((i, doc))
+            if removed and copy != doc:
+                shadow[i] = (copy, removed)
         groups: list[list[tuple[Any, dict[str, Any]]]] = []
         if self.config.mode == "group":
             by_group: dict[Any, list[tuple[Any, dict[str, Any]]]] = {}
@@ -206,20 +205,24 @@ class JudgeReward(Reward):
             return Judged(0.0, {**base, "gated": True, "success": False})
         return None
 
-    def _document(self, traj: Any, removed: Optional[list[str]] = None) -> dict[str, Any]:
-        """The episode as the judge reads it; given *removed*, its screened copy (what went is added to it)."""
+    def _documents(self, traj: Any) -> tuple[dict[str, Any], Optional[dict[str, Any]], list[str]]:
+        """The episode as the judge reads it, its screened copy (None with ``screen: false``) and what the
+        screen took out."""
         cfg = self.config
         task = cfg.task(traj) if cfg.task is not None else task_text(traj, self._decoder())
         info = traj.turns[-1].info or {}
         reference = info.get(self.rubric.reference) if self.rubric.reference else None
-        agent_text: Any = str
-        if removed is not None:
-            def agent_text(text: str) -> str:
-                done = screen(text, self.limits.turn_chars)
-                removed.extend(done.removed)
-                return done.text
-        return episode_document(traj, show=self.show, limits=self.limits, task=task, reference=reference,
-                                agent_text=agent_text)
+        removed: list[str] = []
+
+        def screened(text: str) -> str:
+            done = screen(text, self.limits.turn_chars)
+            removed.extend(done.removed)
+            return done.text
+
+        doc = episode_document(traj, show=self.show, limits=self.limits, task=task, reference=reference)
+        copy = episode_document(traj, show=self.show, limits=self.limits, task=task, reference=reference,
+                                agent_text=screened) if cfg.screen else None
+        return doc, copy, removed
 
     def _lower(self, played: Judged, screened: Judged, removed: list[str]) -> Judged:
         """The outcome of an episode judged as played and as screened: the lower reward, with both verdicts."""
