@@ -71,6 +71,10 @@ def train(files: tuple[str, ...], resume: str | None, num_processes: int, seeds:
     if "stages" in cfg:
         _pipeline(cfg, manager, resume)
         return
+    if not resume:  # a run directory in use is refused before the trainer (torch, transformers) is imported
+        from agentgym_core.rundir import RunDir
+
+        RunDir(os.path.join(cfg.run.output_dir, cfg.run.name)).check_new_run(bool(cfg.run.get("overwrite", False)))
     trainer = build_component(manager, "trainers", cfg.trainer, cfg, manager, resume=resume)
     trainer.fit()
     end_process_group()  # (a process that failed exits at once instead: the launcher stops the others)

@@ -58,8 +58,10 @@ def test_same_run_name_is_refused_overwrite_replaces_and_a_finished_resume_stops
     assert f"run: {run} (agentgym eval --model {run}); no plots and no report.html were written" in first.stdout
     assert "agentgym report|view" not in first.stdout
 
-    again = _train(args)
+    again = _train(args, [sys.executable, "-X", "importtime", "-m", "agentgym_core.cli.main", "train"])
     assert again.returncode == 1
+    imported = {line.rsplit("|", 1)[-1].strip() for line in again.stderr.splitlines() if line.startswith("import time")}
+    assert "agentgym_core.config" in imported and not imported & {"torch", "transformers"}  # refused before those
     assert _errors(again) == [
         f"Error: {run} already holds a run (1 step logged, checkpoint step_000001): continue it with "
         f"`agentgym train --resume {run}`, start a new run with run.name=NEW, or replace it with run.overwrite=true"]
