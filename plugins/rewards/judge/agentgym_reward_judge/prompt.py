@@ -28,7 +28,8 @@ _BLANKS = re.compile(r"\n\s*\n(\s*\n)+")
 _SAME_CHAR = re.compile(r"(\S)\1{7,}")
 _SAME_UNIT = re.compile(r"(.{2,80}?)\1{3,}", re.DOTALL)
 _MARKER_RUN = re.compile(r"<{3,}|>{3,}")
-_SENTENCE_END = re.compile(r"(?<=[.!?])\s+")
+#: Between sentences: after . ! or ? and up to two closing quotes or brackets (``message="Done.")``), the space.
+SENTENCE_END = re.compile(r"(?:(?<=[.!?])|(?<=[.!?][\"')\]])|(?<=[.!?][\"')\]][\"')\]]))\s+")
 
 
 @dataclass(frozen=True)
@@ -78,7 +79,7 @@ def repeat_at(items: Sequence[Any], i: int, longest: int, least: int) -> tuple[i
 def _same_sentences(line: str, period: int = 4) -> str:
     """Runs of one sentence, or of a sequence of up to *period* sentences, said three times or more, as that
     sentence (sequence) once and a count: filler too long for a repeated-unit pattern to catch."""
-    parts = _SENTENCE_END.split(line)
+    parts = SENTENCE_END.split(line)
     if len(parts) < 3:
         return line
     out: list[str] = []

@@ -27,7 +27,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-from .prompt import repeat_at
+from .prompt import SENTENCE_END, repeat_at
 
 _FLAGS = re.IGNORECASE
 #: (why, pattern) for a line addressed to the judge rather than to the user.
@@ -38,7 +38,8 @@ TO_THE_JUDGE = [
     ("a JSON verdict", re.compile(r"[{,]\s*[\"']?(score|scores|rating|verdict|grade)[\"']?\s*:", _FLAGS)),
     ("an order to answer with a number", re.compile(
         r"(^|[.!?:;,]\s*|\b(and|then|just|please|now|must|should|to)\s+)(answer|reply|respond|output|rate|award)"
-        r"\s+(it\s+|this\s+|me\s+|the\s+(episode|agent|reply)\s+)?(with\s+|only\s+|just\s+|an?\s+|the\s+|score\s+|rating\s+|of\s+)*[\"'(\[]?\d+\b", _FLAGS)),
+        r"\s+(it\s+|this\s+|me\s+|the\s+(episode|agent|reply)\s+)?"
+        r"(with\s+|only\s+|just\s+|an?\s+|the\s+|score\s+|rating\s+|of\s+)*[\"'(\[]?\d+\b", _FLAGS)),
     ("an order to set the rules aside", re.compile(
         r"\b(ignore|disregard|forget|override|bypass|skip)\b[^\n]{0,60}?\b(rubric|instructions?|prompt|rules?|"
         r"guidelines|criteria|above|previous|system)\b", _FLAGS)),
@@ -48,9 +49,8 @@ TO_THE_JUDGE = [
                                        _FLAGS)),
     ("words for the judge", re.compile(r"\b(rubric|judge|grader|evaluator|reward model)\b", _FLAGS)),
 ]
-#: A sentence ends at . ! or ? and up to two closing quotes or brackets (``message="Done.")``), then space.
+#: The end of a sentence (as :data:`.prompt.SENTENCE_END` splits them) or of a line.
 _UNIT_END = re.compile(r"[.!?][\"')\]]{0,2}(?=\s)|\n")
-_SENTENCE_END = re.compile(r"(?:(?<=[.!?])|(?<=[.!?][\"')\]])|(?<=[.!?][\"')\]][\"')\]]))\s+")
 
 
 @dataclass
@@ -68,8 +68,7 @@ def _unrepeat_lines(lines: list[str], removed: list[str], longest: int = 40) -> 
     i = 0
     while i < len(lines):
         r, p = repeat_at(lines, i, min(longest, (len(lines) - i) // 2), 2) if lines[i].strip() else (1, 1)
-        whole = r >= 3 and not any(line.strip() for k in (range(i), range(i + r * p, len(lines))) for line in
-                                   (lines[j] for j in k))
+        whole = r >= 3 and not any(line.strip() for line in lines[:i] + lines[i + r * p:])  # (only for a run)
         if r >= 3 and not whole:
             removed.append(f"filler: a block of {p} line(s) said {r} times")
         else:
@@ -120,7 +119,7 @@ def screen(text: str, budget: int) -> Screened:
         if why:
             removed.append(f"addressed to the judge ({why}): {line.strip()[:60]!r}")
             continue
-        sentences = _SENTENCE_END.split(line.strip())
+        sentences = SENTENCE_END.split(line.strip())
         kept = _drop_filler(sentences, removed)
         fits: list[str] = []
         for sentence in kept:
