@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import copy
 import dataclasses
+import functools
 import json
 import types
 import typing
@@ -112,11 +113,18 @@ _SIMPLE = {str: str, int: int, float: (int, float), bool: bool}
 def check_types(record: Any) -> None:
     """Refuse a record whose fields do not have their declared simple types (str, int, float, bool,
     lists and dicts of them, optional ones, nested dataclasses)."""
-    hints = typing.get_type_hints(type(record))
-    for f in dataclasses.fields(record):
-        value = getattr(record, f.name)
-        if not _fits(value, hints[f.name]):
-            raise TypeError(f"{type(record).__name__}.{f.name} should be {hints[f.name]}, got {value!r}")
+    for name, hint in _field_hints(type(record)):
+        value = getattr(record, name)
+        if not _fits(value, hint):
+            raise TypeError(f"{type(record).__name__}.{name} should be {hint}, got {value!r}")
+
+
+@functools.lru_cache(maxsize=None)
+def _field_hints(cls: type) -> tuple[tuple[str, Any], ...]:
+    """``(field name, resolved type)`` of a dataclass, resolved once per class: resolving string annotations
+    was most of the time a reset took (every record of every table is checked when a task is built)."""
+    hints = typing.get_type_hints(cls)
+    return tuple((f.name, hints[f.name]) for f in dataclasses.fields(cls))
 
 
 def _fits(value: Any, hint: Any) -> bool:
