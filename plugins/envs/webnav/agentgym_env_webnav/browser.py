@@ -1,6 +1,7 @@
 """One headless Chromium per env session, started with flags that work in a sandbox and
 offline, and torn down completely (driver, browser processes, profile directory), even when
-the process that started it is SIGKILLed (see :class:`_Guard`)."""
+the process that started it is SIGKILLed (see :class:`_Guard`). A closed session's browser is
+cleaned and kept for the next session (:class:`BrowserPool`) rather than started again."""
 from __future__ import annotations
 
 import atexit
@@ -9,6 +10,7 @@ import shutil
 import signal
 import subprocess
 import tempfile
+import threading
 import time
 import weakref
 from pathlib import Path
@@ -171,6 +173,108 @@ class Browser:
     def quit(self) -> None:
         """Stop the browser and the driver and delete the profile; safe to call twice."""
         self._finalizer()
+
+    def responsive(self) -> bool:
+        """Whether the driver still answers (a browser kept idle may have been killed meanwhile)."""
+        if self.closed or not _alive(self.driver_pid):
+            return False
+        try:
+            self.driver.execute_script("return 1;")
+            return True
+        except Exception:  # noqa: BLE001 - any driver error means: do not reuse it
+            return False
+
+    def clean(self) -> bool:
+        """Make the browser look freshly started to the next session: extra windows closed, every cookie, the
+        cache and the current page's storage cleared, ``about:blank`` loaded. False when any of it fails."""
+        try:
+            driver = self.driver
+            handles = driver.window_handles
+            for handle in handles[1:]:
+                driver.switch_to.window(handle)
+                driver.close()
+            driver.switch_to.window(handles[0])
+            driver.execute_script("try { localStorage.clear(); sessionStorage.clear(); } catch (e) {}")
+            driver.execute_cdp_cmd("Network.clearBrowserCookies", {})
+            driver.execute_cdp_cmd("Network.clearBrowserCache", {})
+            driver.get("about:blank")
+            return True
+        except Exception:  # noqa: BLE001 - a browser that cannot be cleaned is quit, not reused
+            return False
+
+
+class BrowserPool:
+    """Idle browsers of this process, kept for the next session instead of being quit.
+
+    Starting Chromium costs 1-2 s of CPU, and a rollout opens a session per episode: without a pool every webnav
+    episode starts a browser. A closed session's browser is cleaned first (extra windows closed, every cookie and the
+    page's storage cleared, ``about:blank`` loaded; a browser that fails any of it is quit), then kept while fewer than
+    *keep* are idle. An idle browser is quit after *idle_s* seconds, at interpreter exit, or with the process (its
+    guard), like any other. Thread-safe: an env server runs sessions on a thread pool.
+    """
+
+    def __init__(self) -> None:
+        self._idle: list[tuple[tuple, float, Browser]] = []  # (key, deadline, browser), oldest first
+        self._cond = threading.Condition()
+        self._reaper: threading.Thread | None = None
+        self.reused = 0  #: sessions that got a kept browser instead of a new one
+
+    def take(self, key: tuple) -> "Browser | None":
+        """The most recently kept idle browser started with *key*, if one is alive; else None."""
+        while True:
+            with self._cond:
+                found = next((i for i in range(len(self._idle) - 1, -1, -1) if self._idle[i][0] == key), None)
+                if found is None:
+                    return None
+                browser = self._idle.pop(found)[2]
+            if browser.responsive():
+                with self._cond:
+                    self.reused += 1
+                return browser
+            browser.quit()  # died while idle (OOM killer, a crash): try the next one
+
+    def give(self, key: tuple, browser: "Browser", *, keep: int, idle_s: float) -> None:
+        """Keep *browser* for the next session started with *key*, or quit it (pool full, or it cannot be cleaned)."""
+        if keep <= 0 or idle_s <= 0 or browser.closed or not browser.clean():
+            browser.quit()
+            return
+        with self._cond:
+            self._idle.append((key, time.monotonic() + idle_s, browser))
+            extra = [entry for entry in self._idle if entry[0] == key][:-keep]
+            self._idle = [entry for entry in self._idle if not any(entry is e for e in extra)]
+            if self._reaper is None:
+                self._reaper = threading.Thread(target=self._reap, name="webnav-browser-pool", daemon=True)
+                self._reaper.start()
+            self._cond.notify()
+        for _, _, old in extra:
+            old.quit()
+
+    def idle(self) -> int:
+        with self._cond:
+            return len(self._idle)
+
+    def clear(self) -> None:
+        """Quit every idle browser now."""
+        with self._cond:
+            idle, self._idle = self._idle, []
+        for _, _, browser in idle:
+            browser.quit()
+
+    def _reap(self) -> None:
+        while True:
+            with self._cond:
+                now = time.monotonic()
+                expired = [entry for entry in self._idle if entry[1] <= now]
+                self._idle = [entry for entry in self._idle if entry[1] > now]
+                if not expired:
+                    self._cond.wait(min((entry[1] for entry in self._idle), default=now + 3600) - now)
+                    continue
+            for _, _, browser in expired:
+                browser.quit()
+
+
+#: This process's idle browsers (see :class:`BrowserPool`; ``env.browser_pool`` sets how many are kept).
+POOL = BrowserPool()
 
 
 #: Reads the browser's process group id, then blocks on a pipe that only this process writes

@@ -1,13 +1,14 @@
 """Benchmark the webnav env: browser start, reset time, steps/s (in process and over HTTP),
 memory per session, and success of the scripted solver and of a random agent.
 
-    python plugins/envs/webnav/bench/bench_webnav.py [--seeds 3] [--sessions 4]
+    python plugins/envs/webnav/bench/bench_webnav.py [--seeds 3] [--sessions 4] [--no-http]
 
 Prints a Markdown table (paste it into docs/BENCHMARKS.md, section "Env plugins: webnav").
 """
 from __future__ import annotations
 
 import argparse
+import os
 import platform
 import random
 import statistics
@@ -59,6 +60,39 @@ def http_steps_per_s(n_steps: int = 40) -> float:
             return n_steps / (time.perf_counter() - t0)
 
 
+def http_session_per_episode(pool: int, episodes: int = 12) -> tuple[float, float]:
+    """What a rollout does: a session per episode (``/create``, ``/reset``, one step, ``/close``), one after another.
+    Returns (seconds an episode, CPU seconds of the server's process tree an episode) with ``browser_pool=pool``."""
+    import httpx
+
+    from agentgym_core.env.launcher import EnvLauncher
+
+    def tree_cpu(pid: int) -> float:
+        from agentgym_env_webnav.browser import process_tree
+
+        total = 0.0
+        for p in process_tree(pid):
+            try:
+                fields = open(f"/proc/{p}/stat").read().rsplit(")", 1)[1].split()
+                total += (int(fields[11]) + int(fields[12]) + int(fields[13]) + int(fields[14]))
+            except (OSError, IndexError, ValueError):
+                pass
+        return total / os.sysconf("SC_CLK_TCK")
+
+    with EnvLauncher("webnav", options={"tasks": ["click-test"], "browser_pool": pool}) as launcher:
+        pid = launcher.procs[0].pid
+        with httpx.Client(base_url=launcher.urls[0], timeout=60) as http:
+            cpu0, t0 = tree_cpu(pid), time.perf_counter()
+            for k in range(episodes):
+                sid = http.post("/create").json()["id"]
+                http.post("/reset", json={"id": sid, "data_idx": k})
+                http.post("/step", json={"id": sid, "action": "click [1]", "seq": 1})
+                cpu = tree_cpu(pid)  # before /close: a quit browser's time is no longer counted after it
+                http.post("/close", json={"id": sid})
+            wall = time.perf_counter() - t0
+            return wall / episodes, (cpu - cpu0) / episodes
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--seeds", type=int, default=3, help="episodes per task and agent")
@@ -106,6 +140,7 @@ def main() -> None:
             e.close()
 
     http_rate = None if args.no_http else http_steps_per_s()
+    per_episode = {} if args.no_http else {pool: http_session_per_episode(pool) for pool in (0, 2)}
 
     print(f"machine: {platform.node()} ({platform.machine()}, {platform.processor() or 'cpu'}), "
           f"{time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}")
@@ -116,6 +151,9 @@ def main() -> None:
     print(f"| step in process (median) | {statistics.median(steps) * 1000:.0f} ms = {1 / statistics.mean(steps):.1f} steps/s |")
     if http_rate is not None:
         print(f"| step over HTTP (type action, 1 session) | {http_rate:.1f} steps/s |")
+    for pool, (wall, cpu) in per_episode.items():
+        print(f"| a session per episode over HTTP (create, reset, step, close), browser_pool={pool} | "
+              f"{wall:.2f} s an episode, server CPU {cpu:.2f} s |")
     print(f"| memory, 1 session (PSS of driver + browser) | {mem_one:.0f} MiB |")
     print(f"| memory per session, {args.sessions} sessions (PSS) | {mem_many:.0f} MiB |")
     print(f"| scripted solver success ({len(TASKS)} tasks x {args.seeds} test seeds) | {rows['scripted']:.0%} |")

@@ -10,7 +10,7 @@ import time
 import pytest
 
 from agentgym_core.testing import check_env
-from agentgym_env_webnav.browser import BrowserNotFound, find_binaries, process_tree
+from agentgym_env_webnav.browser import POOL, BrowserNotFound, find_binaries, process_tree
 from agentgym_env_webnav.env import WebNavEnv
 from agentgym_env_webnav.solver import ScriptedSolver, parse_observation
 from agentgym_env_webnav.tasks import TASKS
@@ -107,7 +107,7 @@ def test_normalized_reward_mode_and_check_env():
 
 
 def test_reset_recovers_from_a_dead_browser_and_close_stops_every_process():
-    env = WebNavEnv(tasks=["click-test"])
+    env = WebNavEnv(tasks=["click-test"], browser_pool=0)
     env.reset(task_id=0)
     old = env.browser
     old.driver.quit()  # the browser goes away under the env (crash, OOM kill)
@@ -123,6 +123,48 @@ def test_reset_recovers_from_a_dead_browser_and_close_stops_every_process():
     env.close()  # idempotent
     assert not _alive(pids), f"left running: {_alive(pids)}"
     assert not os.path.exists(browser.profile)
+
+
+def test_a_closed_sessions_browser_is_cleaned_reused_and_quit_when_idle():
+    """A rollout opens a session per episode: the next session gets the closed one's browser instead of starting
+    Chromium, and sees nothing of the last session (its page, storage, windows); beyond ``browser_pool`` idle
+    browsers are quit, a dead one is not handed out, and after ``browser_idle_s`` every idle one is gone."""
+    POOL.clear()
+    options = {"tasks": ["enter-text"], "browser_pool": 1, "browser_idle_s": 2.0}
+    first = WebNavEnv(**options)
+    fresh = first.reset(task_id=3)
+    kept, reused = first.browser, POOL.reused
+    driver = kept.driver
+    driver.execute_script("localStorage.setItem('left-behind', 'x'); window.open('about:blank');")
+    assert first.step("type [2] [left behind]")[0] != fresh
+    first.close()
+    assert POOL.idle() == 1 and not kept.closed
+
+    second = WebNavEnv(**options)
+    assert second.reset(task_id=3) == fresh  # the page a new browser shows
+    assert second.browser is kept and POOL.reused == reused + 1
+    assert driver.execute_script("return localStorage.getItem('left-behind');") is None
+    assert len(driver.window_handles) == 1
+
+    third = WebNavEnv(**options)  # the pool is empty: a browser of its own
+    third.reset(task_id=3)
+    other = third.browser
+    assert other is not kept
+    second.close()
+    third.close()  # two idle, one kept: the older one is quit
+    assert kept.closed and not other.closed and POOL.idle() == 1
+
+    other.driver.quit()  # dies while idle: not handed out
+    fourth = WebNavEnv(**options)
+    assert fourth.reset(task_id=3) == fresh and fourth.browser is not other and other.closed
+    last = fourth.browser
+    pids = process_tree(last.driver_pid)
+    fourth.close()
+    deadline = time.monotonic() + 8
+    while _alive(pids) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert not _alive(pids) and last.closed and POOL.idle() == 0, f"idle browser left running: {_alive(pids)}"
+    assert not os.path.exists(last.profile)
 
 
 def test_a_process_that_forgets_close_leaves_no_browser_behind(tmp_path):
