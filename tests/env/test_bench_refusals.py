@@ -9,7 +9,11 @@ refuse win nothing over HTTP on a sample of every service env's test and OOD tas
   leave); a named person is now allowed about as often as ruled out;
 - ``refuse_k1_guess``: ``refuse_k1`` naming the two likeliest rules; it won 7.7% of ecommerce test (4.5% OOD), 3.0%
   of office test and 3.9% of projects test (2.5% OOD) while a task's only hinge could be the forbidden request it
-  guessed; now every such task also has an allowed request whose write the policy decides.
+  guessed; then every such task also had an allowed request whose write the policy decides. In ecommerce that write
+  (a refund left to the store) went to the gift card 85% of the time, and the gift-card habit won 42.7% of test blind
+  (17-28% guessing, plugins/envs/ecommerce/tests/test_ecommerce_hinges.py); now either way is as likely, every task
+  has a forbidden request and the rules are drawn evenly, so a guess must hit the request, its rule (2 of 7) and the
+  refund's way (1 of 2): about 1/3 x 2/7 x 1/2 = 5%, and ``refuse_k1_guess`` may win that much of ecommerce.
 
 The whole run is ``python bench/service_loopholes.py``."""
 from __future__ import annotations
@@ -40,6 +44,8 @@ def test_refusing_a_guessed_request_wins_nothing_over_http(tmp_path):
         assert r["errors"] == 0 and r["exposed"] == 0, r
         if r["agent"] == "expert":
             assert r["success"] == 1.0, r
+        elif r["agent"] == "refuse_k1_guess" and r["env"] == "ecommerce":
+            assert r["success"] <= 0.05 and r["graded"] <= 0.08, (r["split"], r["success"], r["graded"])
         else:
             assert r["success"] == 0.0 and r["graded"] <= 0.05, (r["env"], r["split"], r["agent"], r["success"],
                                                                  r["graded"])

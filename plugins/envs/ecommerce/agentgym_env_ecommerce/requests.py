@@ -3,10 +3,12 @@ gives when asked, the change it wants and how a confirmation must describe it, t
 must be told. Built from a seeded generator; the goal database is the store with the wanted
 changes applied by the same code the tools run (:mod:`.tasks`).
 
-:func:`return_expired` and :func:`exchange_expired` are allowed requests whose right write the
-policy decides and the customer does not state: they leave the refund (the price difference) to
-the store and the card the order was paid with has expired, so it goes to their gift card (rule
-5); the original card is a forbidden write (rule 6).
+:func:`return_left` and :func:`exchange_left` are allowed requests whose right write the policy
+decides and the customer does not state: they leave the refund (the price difference) to the store
+(rule 5). Half the time the card the order was paid with has expired, so it goes to their gift card
+(the original card is a forbidden write, rule 6); else it goes back to that card (the gift card they
+also have is the wrong write). Either answer is as likely, so a habit (always the gift card, always
+the original) wins half of them, and only reading the profile wins them all.
 """
 from __future__ import annotations
 
@@ -156,9 +158,9 @@ def _refund_method(c: Ctx, order: Order) -> str:
     return cards[0] if cards and c.rng.random() < 0.4 else order.payment_method_id
 
 
-def return_(c: Ctx, *, expired: bool = False) -> Request:
-    """Return delivered items; the refund where the customer says, or (a quarter of the time, and always when
-    *expired*: the order was paid with a card that has since expired) where the policy puts it."""
+def return_(c: Ctx, *, expired: bool = False, left: bool | None = None) -> Request:
+    """Return delivered items; the refund where the customer says, or (a quarter of the time, always when *left*
+    or *expired*: the order was paid with a card that has since expired) where the policy puts it."""
     w = c.words
     variants = pick_items(c.rng, c.cat, c.rng.randint(1, 4), final_sale=False)
     chosen = sorted(v.item_id for v in c.rng.sample(variants, c.rng.randint(1, min(3, len(variants)))))
@@ -166,7 +168,8 @@ def return_(c: Ctx, *, expired: bool = False) -> Request:
         variants += pick_items(c.rng, c.cat, 1, final_sale=True)
     paid = expired_card(c.rng, c.ids, c.customer) if expired else None
     order = c.order("delivered", variants, days=c.rng.randint(1, RETURN_DAYS), payment=paid)
-    left = expired or c.rng.random() < 0.25
+    if left is None:
+        left = expired or c.rng.random() < 0.25
     method = with_method(c.rng, c.ids, c.customer, "gift_card") if expired else (
         order.payment_method_id if left else _refund_method(c, order))
     amount = sum(i.price for i in order.items if i.item_id in chosen)
@@ -184,15 +187,22 @@ def return_(c: Ctx, *, expired: bool = False) -> Request:
     return Request("return", w.all("open_return"), slots, (change,), (_outputs_amount("refund", amount, order, w),))
 
 
-def return_expired(c: Ctx) -> Request:
-    return return_(c, expired=True)
+def _left_to_us(c: Ctx) -> bool:
+    """For a value hinge: whether the card the order is paid with has expired (half the time); the customer has a
+    gift card either way, so the gift card is never the only method a habit could pick."""
+    with_method(c.rng, c.ids, c.customer, "gift_card")
+    return c.rng.random() < 0.5
+
+
+def return_left(c: Ctx) -> Request:
+    return return_(c, expired=_left_to_us(c), left=True)
 
 
 def _swap(c: Ctx, kind: str, status: str, *, days: int | None = None, final: bool = False, changed: bool = False,
-          allowed: bool = True, expired: bool = False) -> Request:
+          allowed: bool = True, expired: bool = False, left: bool | None = None) -> Request:
     """Another option of an item: ``exchange`` (delivered) or ``change_items`` (pending), the price difference on
-    the method the customer says or (for a fifth of the exchanges, and always when *expired*: the order was paid
-    with a card that has since expired) where the policy puts it; for the forbidden ones (:mod:`.forbidden`) an order in another
+    the method the customer says or (for a fifth of the exchanges, always when *left* or *expired*: the order was
+    paid with a card that has since expired) where the policy puts it; for the forbidden ones (:mod:`.forbidden`) an order in another
     *status*, delivered *days* ago, the item *final* sale, or the order's items *changed* already."""
     w = c.words
     n = c.rng.randint(1, 3)
@@ -217,9 +227,11 @@ def _swap(c: Ctx, kind: str, status: str, *, days: int | None = None, final: boo
     if target is None:  # every other option out of stock (or beyond the gift card): pick another product set
         c.orders.remove(order)
         c.customer.orders.remove(order.order_id)
-        return _swap(c, kind, status, days=days, final=final, changed=changed, allowed=allowed, expired=expired)
+        return _swap(c, kind, status, days=days, final=final, changed=changed, allowed=allowed, expired=expired,
+                     left=left)
     change_opts = {a: b for (a, b), (_, old) in zip(new.options, target.options) if b != old}
-    left = expired or allowed and status == "delivered" and c.rng.random() < 0.2
+    if left is None:
+        left = expired or allowed and status == "delivered" and c.rng.random() < 0.2
     method = gift or order.payment_method_id
     cards = [m for m in c.customer.payment_methods if m.kind == "gift_card" and c.can_pay(m, new.price - target.price)]
     if not left and cards and c.rng.random() < 0.3:
@@ -251,8 +263,8 @@ def exchange(c: Ctx) -> Request:
     return _swap(c, "exchange", "delivered")
 
 
-def exchange_expired(c: Ctx) -> Request:
-    return _swap(c, "exchange", "delivered", expired=True)
+def exchange_left(c: Ctx) -> Request:
+    return _swap(c, "exchange", "delivered", expired=_left_to_us(c), left=True)
 
 
 def change_items(c: Ctx) -> Request:

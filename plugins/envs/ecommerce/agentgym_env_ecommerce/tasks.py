@@ -1,21 +1,25 @@
 """Task *k* of a store: a customer (two others in the store, sometimes with the same name), their
 orders, and 2-4 requests, raised one at a time.
 
-Every task hinges on the written policy: it carries at least one request whose right handling needs
-a rule (a *hinge*), at any place in the conversation. Half the hinges are requests the policy
-forbids (:mod:`.forbidden`: a shipped order cancelled or changed, a return or exchange after 30 days,
-of a final-sale item or of an order not delivered, a refund to PayPal, a card that has expired, item
-options changed twice), to be refused once their details are known; half are allowed requests whose
-write the policy decides and the customer does not state (:func:`.requests.return_expired`,
-:func:`.requests.exchange_expired`: the refund or difference left to the store, the card paid with
-expired, so it goes to the gift card). A forbidden request never hinges alone: a task whose only hinges
-are forbidden gets an allowed one too, so a lucky guessed refusal still leaves a write only the policy gets
-right. The write an agent makes when it does what the customer says without applying the policy breaks a
-rule and ends the episode with 0. Every task also carries an allowed request that needs a write, so
-refusing everything fails too; and the allowed requests come near the rules (a return on day 30, an
-order with a final-sale item that is not returned, a refund left to the store while the card is valid,
-an expired card on the profile that nobody asks about), so neither a surface feature nor a place in the
-conversation tells which request to refuse.
+Every task hinges on the written policy twice, at any places in the conversation (the *hinges*):
+
+- a request the policy forbids (:mod:`.forbidden`: a shipped order cancelled or changed, a return or
+  exchange after 30 days, of a final-sale item or of an order not delivered, a refund to PayPal, a card
+  that has expired, item options changed twice), to be refused, with the rule's reason, once its details
+  are known. Its rule is drawn first, each of the seven as often (:data:`FORBIDDEN_BY_REASON`), so no
+  reason is a safe guess;
+- an allowed request whose write the policy decides and the customer does not state
+  (:func:`.requests.return_left`, :func:`.requests.exchange_left`: the refund or difference left to the
+  store goes back to the card paid with, or to the gift card when that card has expired, each half the
+  time), so neither habit (always the gift card, always the original) pays.
+
+The write an agent makes when it does what the customer says without applying the policy breaks a rule
+and ends the episode with 0, so an agent blind to the rules wins nothing; one that refuses a request by a
+guess must guess which request, which rule and which way the refusal-free write goes. Every task also
+carries an allowed request that needs a write, so refusing everything fails too; and the allowed requests
+come near the rules (a return on day 30, an order with a final-sale item that is not returned, a refund
+left to the store while the card is valid, an expired card on the profile that nobody asks about), so
+neither a surface feature nor a place in the conversation tells which request to refuse.
 
 The category (``intents[k % len(intents)]``) is the task's main request: an allowed kind (the first
 request the customer raises apart from the hinges), or ``forbidden`` (a forbidden request, at any
@@ -33,36 +37,48 @@ from .catalog import catalog
 from .desk import StoreDesk
 from .forbidden import FORBIDDEN
 from .records import new_database
-from .requests import ALLOWED, BUILDERS, WRITES, Ctx, exchange_expired, return_expired
+from .requests import ALLOWED, BUILDERS, WRITES, Ctx, exchange_left, return_left
 from .wording import WORDS
 from .world import IdPool, background_orders, expired_card, make_customer
 
 INTENTS = ALLOWED + ("forbidden",)
 QUESTIONS = ("order_status", "product_search")
 #: The hinges: requests the policy forbids whose asked-for write the desk refuses (``exchange_other_product`` asks
-#: for a write no tool makes: it only opens a ``forbidden`` task), and allowed requests whose write the policy decides.
-FORBIDDEN_HINGES = tuple(k for k in FORBIDDEN if k != "exchange_other_product")
-VALUE_HINGES = ("return_expired", "exchange_expired")
-BUILD = {**BUILDERS, **FORBIDDEN, "return_expired": return_expired, "exchange_expired": exchange_expired}
+#: for a write no tool makes: it only opens a ``forbidden`` task), by the reason (:data:`.lexicon.REASONS`) a
+#: refusal must give; and allowed requests whose write the policy decides.
+FORBIDDEN_BY_REASON = {
+    "not_pending": ("cancel_shipped", "address_shipped", "items_shipped", "payment_shipped"),
+    "window": ("return_late", "exchange_late"),
+    "final_sale": ("return_final_sale", "exchange_final_sale"),
+    "undelivered": ("return_undelivered",),
+    "refund_method": ("refund_elsewhere",),
+    "changed_once": ("items_twice",),
+    "expired": ("pay_expired",),
+}
+FORBIDDEN_HINGES = tuple(k for kinds in FORBIDDEN_BY_REASON.values() for k in kinds)
+VALUE_HINGES = ("return_left", "exchange_left")
+BUILD = {**BUILDERS, **FORBIDDEN, "return_left": return_left, "exchange_left": exchange_left}
+
+
+def forbidden_hinge(rng: random.Random) -> str:
+    """A forbidden request: its reason first, each as likely, then one of the requests that break that rule."""
+    return rng.choice(FORBIDDEN_BY_REASON[rng.choice(sorted(FORBIDDEN_BY_REASON))])
 
 
 def hinge(rng: random.Random) -> str:
-    """A hinge: half the time an allowed request whose write the policy decides, else a forbidden one."""
-    return rng.choice(VALUE_HINGES if rng.random() < 0.5 else FORBIDDEN_HINGES)
+    """Another hinge: half the time an allowed request whose write the policy decides, else a forbidden one."""
+    return rng.choice(VALUE_HINGES) if rng.random() < 0.5 else forbidden_hinge(rng)
 
 
 def kinds_of(intent: str, rng: random.Random) -> list[str]:
     """The request builders (keys of :data:`BUILD`) of a task of category *intent*, in the order the customer
     raises them: the category's request (for ``forbidden``, one the policy forbids), an allowed write when that
-    is a question or forbidden, sometimes another write or question, then a hinge inserted at any place (the
-    ``forbidden`` category's request is one), three times in ten two when that keeps the task to three requests.
-    A request for another product (``exchange_other_product``) comes first: no tool makes it as asked, and an agent
-    that stalls there has resolved nothing a graded reward would pay for.
-
-    When the task's only hinges are forbidden requests, it gets an allowed one whose write the policy decides too
-    (:data:`VALUE_HINGES`): the allowed write drawn beside the category's request becomes one, or one is inserted.
-    Otherwise refusing the forbidden request by a lucky guess (which request, which rule) and doing the rest without
-    the policy would win the task."""
+    is a question or forbidden, sometimes another write or question, then the hinges inserted at any place: a
+    forbidden request (the ``forbidden`` category's request is one), three times in ten another hinge when that
+    keeps the task to three requests, and an allowed request whose write the policy decides (:data:`VALUE_HINGES`:
+    the allowed write drawn beside the category's request becomes one, or one is inserted). A request for
+    another product (``exchange_other_product``) comes first: no tool makes it as asked, and an agent that stalls
+    there has resolved nothing a graded reward would pay for."""
     kinds = [] if intent == "forbidden" else [intent]
     side = None  # where the allowed write drawn beside the category's request is
     if intent in QUESTIONS or intent == "forbidden" or rng.random() < 0.35:
@@ -79,11 +95,11 @@ def kinds_of(intent: str, rng: random.Random) -> list[str]:
     def anywhere() -> int:  # (after a request for another product, which comes first)
         return rng.randint(kinds[:1] == ["exchange_other_product"], len(kinds))
 
-    if intent == "forbidden":
-        wish = rng.choice(tuple(FORBIDDEN))
-        insert(0 if wish == "exchange_other_product" else anywhere(), wish)
-    first = intent != "forbidden"
-    for _ in range(first + (rng.random() < 0.3 and len(kinds) + first < 3)):
+    if intent == "forbidden" and rng.random() < 1 / len(FORBIDDEN):
+        insert(0, "exchange_other_product")
+    else:
+        insert(anywhere(), forbidden_hinge(rng))
+    if rng.random() < 0.3 and len(kinds) < 3:
         insert(anywhere(), hinge(rng))
     if not set(kinds) & set(VALUE_HINGES):
         value = rng.choice(VALUE_HINGES)

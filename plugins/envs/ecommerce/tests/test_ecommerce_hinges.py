@@ -1,14 +1,16 @@
 """Every ecommerce task hinges on the written policy (issue 36): an agent that serves the customer well but never
 applies the policy makes a write the policy forbids, and one that refuses everything fails the allowed requests.
 
-- every task of every split carries a request whose right handling needs a rule (a *hinge*): a forbidden request
-  whose asked-for write the desk refuses, or an allowed one whose write the policy decides (a refund the customer
-  leaves to the store while the card they paid with has expired), and at least one allowed write;
+- every task of every split carries requests whose right handling needs a rule (*hinges*): a forbidden request
+  whose asked-for write the desk refuses, and an allowed one whose write the policy decides (a refund the customer
+  leaves to the store: to the card they paid with, or to their gift card when that card has expired), and at
+  least one allowed write;
 - the expert with the policy's rules taken out wins (about) nothing, and every episode it loses ends at a write
   the policy forbids; refusing every request wins nothing;
-- every rule a forbidden request breaks is written in the policy the agent reads;
-- a forbidden request is never a task's only hinge: refusing it rightly, even by a perfect guess, and writing blind
-  to the policy loses.
+- no habit pays: a refund left to the store goes either way as often, the forbidden requests' rules are drawn
+  evenly, so a worker blind to the rules wins nothing with either habit, and one that refuses a request by a
+  guess (which one, which rule) wins a few percent (about 1/3 x 2/7 x 1/2);
+- every rule a forbidden request breaks is written in the policy the agent reads.
 """
 from __future__ import annotations
 
@@ -20,6 +22,7 @@ import pytest
 from agentgym_env_ecommerce.agents import ExpertAgent, PolicyBlindExpert
 from agentgym_env_ecommerce.env import ECommerceServiceEnv
 from agentgym_env_ecommerce.policy import POLICY
+from agentgym_env_ecommerce.tasks import FORBIDDEN_BY_REASON
 from agentgym_service.play import play, user_leaks
 
 
@@ -38,28 +41,41 @@ def check(env, request, args):
     return getattr(desk, f"check_{change.tool}")(**args)[1]
 
 
-def hinges(env) -> list[int]:
+def left_to_us(request) -> bool:
+    return any(s.name == "payment" and s.value == "don't mind" for s in request.slots)
+
+
+def hinges(env, *, forbidden: bool = True, value: bool = True) -> list[int]:
     """The requests of the reset task whose right handling needs a rule, checked: a forbidden write is refused by
     the desk; an allowed write whose payment method the policy picked (the customer left it to the store) is
-    allowed, and the order's own method in its place is not."""
+    allowed, and the other habit's method in its place is wrong: the order's own card when it has expired (the
+    desk refuses it), the customer's gift card when it has not (allowed, but not the goal's write)."""
     found = []
     for i, request in enumerate(env.task.goal.requests):
         if request.forbidden:
+            if not forbidden:
+                continue
             if request.changes:
                 assert check(env, request, dict(request.changes[0].args)), (env.task.task_id, i, request.forbidden)
             else:  # a product for another (no tool makes it as asked): it opens its task, nothing comes before
                 assert i == 0, (env.task.task_id, request.kind)
             found.append(i)
             continue
-        if not request.changes:
+        if not request.changes or not value:
             continue
         args = dict(request.changes[0].args)
         assert check(env, request, args) is None, (env.task.task_id, i)
-        left = any(s.name == "payment" and s.value == "don't mind" for s in request.slots)
-        original = env.task.db.orders[args["order_id"]].payment_method_id if "order_id" in args else None
-        if left and args.get("payment_method_id") not in (None, original):
+        if not left_to_us(request):
+            continue
+        original = env.task.db.orders[args["order_id"]].payment_method_id
+        customer = env.task.db.customers[env.task.db.orders[args["order_id"]].customer_id]
+        gift = next(m.method_id for m in customer.payment_methods if m.kind == "gift_card")
+        if args["payment_method_id"] == original:
+            assert check(env, request, {**args, "payment_method_id": gift}) is None, (env.task.task_id, i)
+        else:
+            assert args["payment_method_id"] == gift, (env.task.task_id, i)
             assert check(env, request, {**args, "payment_method_id": original}), (env.task.task_id, i)
-            found.append(i)
+        found.append(i)
     return found
 
 
@@ -157,38 +173,95 @@ def test_a_refund_left_to_the_store_goes_where_the_policy_says(env):
 
 
 @pytest.mark.parametrize("split", ["train", "test", "ood"])
-def test_a_forbidden_request_never_hinges_alone(env, split):
-    """A task with a request the policy forbids also has an allowed one whose write the policy decides (a refund or
-    difference left to the store, the card paid with expired): refusing the forbidden one by a lucky guess (which
-    request, which rule) and doing the rest without the policy still loses."""
-    alone = []
+def test_every_task_has_a_forbidden_request_and_a_write_the_policy_decides(env, split):
+    """Both kinds of hinge in every task: a worker blind to the rules breaks one (a write the desk refuses, or the
+    wrong method for a refund left to the store), and a guessed refusal still leaves a write only the policy gets
+    right."""
+    lacking = []
     for task_id in env.splits()[split]:
         env.reset(task_id=task_id)
-        requests = env.task.goal.requests
-        if any(r.forbidden for r in requests) and all(requests[i].forbidden for i in hinges(env)):
-            alone.append(task_id)
-    assert alone == []
+        if not hinges(env, value=False) or not hinges(env, forbidden=False):
+            lacking.append(task_id)
+    assert lacking == []
 
 
-class RefusesRightlyWritesBlind(ExpertAgent):
-    """The expert's refusals, every one right (a perfect guess of the request to refuse and its rule), but a refund or
-    difference the customer leaves to the store goes to the original payment method, as a worker blind to rules 5
-    and 6 sends it."""
+@pytest.mark.parametrize("split", ["train", "test", "ood"])
+def test_neither_answer_to_a_refund_left_to_the_store_is_the_likelier_one(env, split):
+    """The customer leaving the method to the store tells nothing: the card paid with has expired (the gift card is
+    right) about as often as not (the card is right); before, it had expired in 85% of them and "the gift card"
+    won 42.7% of the test split blind. The forbidden requests' rules are drawn as evenly, so no reason is a safe
+    guess for a refusal."""
+    to_gift, left, reasons = 0, 0, {reason: 0 for reason in FORBIDDEN_BY_REASON}
+    for task_id in env.splits()[split]:
+        env.reset(task_id=task_id)
+        for request in env.task.goal.requests:
+            if request.forbidden and request.changes:
+                reasons[request.reasons[0]] += 1
+            if request.changes and not request.forbidden and left_to_us(request):
+                left += 1
+                to_gift += request.changes[0].args["payment_method_id"].startswith("gift_card")
+    assert 0.4 <= to_gift / left <= 0.6, (to_gift, left)
+    total = sum(reasons.values())
+    assert all(0.6 / 7 <= n / total <= 1.4 / 7 for n in reasons.values()), reasons
+
+
+GUESS = "the order has already shipped, or it is past the 30-day window"
+
+
+class Habit(ExpertAgent):
+    """The expert with every rule taken out (``blind``) or kept, but a refund or difference the customer leaves to the
+    store goes by a habit: always their gift card (``gift``) or always the card the order was paid with; and
+    (``refuse_k``) the k-th request the customer raises is refused, once the order is read, with a guessed reason."""
+
+    def __init__(self, habit: str, *, blind: bool = True, refuse_k: int = 0) -> None:
+        self.habit, self.refuse_k, self.raised, self.fresh = habit, refuse_k, 0, True
+        self.applies_policy = not blind
+        super().__init__()
+
+    def new_request(self) -> None:
+        super().new_request()
+        self.fresh = True
+
+    def hear(self, obs: str) -> bool:
+        heard = super().hear(obs)
+        if self.fresh and self.kind is not None:
+            self.raised, self.fresh = self.raised + 1, False
+        return heard
+
+    def _serve(self) -> str:
+        if self.raised == self.refuse_k and self.kind != "status":
+            return self.refuse(GUESS)
+        return super()._serve()
 
     def _method(self):
-        if "don't mind" not in self.said.lower():
+        if "don't mind" not in self.said.lower() or self._methods() is None or not self.order:
             return super()._method()
-        self.applies_policy = False
-        try:
-            return super()._method()
-        finally:
-            del self.applies_policy
+        if self.habit == "gift":
+            return next(m["id"] for m in self._methods() if m["kind"] == "gift_card"), None
+        return self.order["payment_method_id"], None
+
+
+def wins(env, split, agent) -> tuple[float, float]:
+    runs = [play(env, t, agent())[:2] for t in env.splits()[split]]
+    return (sum(info["success"] for _, info in runs) / len(runs), statistics.mean(reward for reward, _ in runs))
 
 
 @pytest.mark.parametrize("split", ["test", "ood"])
-def test_refusing_the_forbidden_requests_rightly_and_writing_blind_wins_nothing(env, split):
-    """Before every forbidden request came with a write the policy decides, this agent won the tasks whose only hinge
-    was the forbidden request (the bench's refuse_k1_guess won 7.7% of test, 4.5% of OOD, guessing)."""
-    runs = [play(env, t, RefusesRightlyWritesBlind())[:2] for t in env.splits()[split]]
-    assert sum(info["success"] for _, info in runs) == 0
-    assert statistics.mean(reward for reward, _ in runs) <= 0.02
+@pytest.mark.parametrize("habit", ["gift", "original"])
+def test_no_habit_pays_blind_or_with_a_guessed_refusal(env, split, habit):
+    """Blind to the rules, either habit wins (nearly) nothing: every task has a forbidden request its write breaks.
+    Refusing the k-th request with a guessed reason must hit the request, its rule and the way the refund left to
+    the store goes: a few percent (before: the gift-card habit won 42.7% blind and 17-28% guessing, test split)."""
+    assert wins(env, split, lambda: Habit(habit))[0] <= 0.02
+    for k in (1, 2, 3):
+        success, graded = wins(env, split, lambda: Habit(habit, refuse_k=k))
+        assert success <= 0.10 and graded <= 0.12, (k, success, graded)
+
+
+@pytest.mark.parametrize("split", ["test", "ood"])
+def test_the_rest_of_the_policy_and_a_habit_win_about_half(env, split):
+    """Every rule applied but the expired card's (a habit in its place): the refund left to the store goes the habit's
+    way in about half the tasks, so each habit wins about half and the expert's reading of the profile all."""
+    for habit in ("gift", "original"):
+        success, _ = wins(env, split, lambda: Habit(habit, blind=False))
+        assert 0.3 <= success <= 0.7, (habit, success)
