@@ -48,6 +48,9 @@ in this process with the observations the server returns.
   as many as a refusal may name.
 - ``refuse_named`` (projects only): the plain worker, but every request that names a person for a task is
   refused after reading the project and the people, with the two likeliest reasons of rule 4 (no skill, on leave).
+- ``plain_gift``, ``refuse_k1_guess_gift`` (ecommerce only): ``plain`` and ``refuse_k1_guess`` with a habit in
+  place of rules 5-6: a refund or difference the customer leaves to the store goes to their gift card (``plain``
+  sends it to the card the order was paid with, the other habit).
 - ``plain`` (control): the worker the tricks are built on, without a trick: it does what the user
   asks from the records they name and answers from the records, and never asks whether the policy
   allows it. Its wins are tasks where the policy decides nothing the user's own words do not; the
@@ -97,9 +100,10 @@ ENVS = ("ecommerce", "office", "projects")
 SPEAKER = {"ecommerce": "Customer", "office": "Colleague", "projects": "Manager"}
 AUTH = {"ecommerce": "find_customer", "office": "identify", "projects": "identify"}
 AGENTS = ("parrot", "refuse_first", "spread", "glue", "impostor", "vague_preauth", "refuse_k1", "refuse_k2", "refuse_k3",
-          "refuse_with_all_reasons", "refuse_named", "refuse_k1_guess", "plain", "expert")
+          "refuse_with_all_reasons", "refuse_named", "refuse_k1_guess", "plain_gift", "refuse_k1_guess_gift", "plain",
+          "expert")
 #: Agents that only make sense in some envs (their rows are left out elsewhere).
-ONLY = {"refuse_named": ("projects",)}
+ONLY = {"refuse_named": ("projects",), "plain_gift": ("ecommerce",), "refuse_k1_guess_gift": ("ecommerce",)}
 REFUSAL = "I'm sorry, I cannot do that: our policy does not allow it."
 #: Every rule of each env's written policy (GET /info's ``policy``), as a reason: what refuse_with_all_reasons says.
 ALL_REASONS = {
@@ -293,6 +297,7 @@ class Worker:
     reads = False          # read the records the user names (the plain worker) or never (parrot)
     auth_first = True      # authenticate before anything (vague_preauth: never, unless a write needs it)
     refuse_once = False    # refuse each request once before doing it
+    left_to_gift = False   # ecommerce: a refund left to the store goes to the gift card (else the original card)
 
     def __init__(self, env: str, rng: random.Random) -> None:
         self.env, self.rng = env, rng
@@ -754,6 +759,10 @@ class Plain(Worker):
                 m = next((m for m in methods if m["kind"] == kind and m["id"] != o.get("payment_method_id")), None)
                 if m:
                     return m["id"]
+        if self.left_to_gift and "mind" in text:  # the habit: a refund left to the store goes to the gift card
+            gift = next((m["id"] for m in methods if m["kind"] == "gift_card"), None)
+            if gift:
+                return gift
         return o.get("payment_method_id", "original")
 
     def new_variant(self, item: dict) -> dict | None:
@@ -1328,6 +1337,10 @@ class Impostor(Worker):
 
 # ---------------------------------------------------------------------------------------------------
 def make_agent(name: str, env: str, task: int):
+    if name.endswith("_gift"):  # ecommerce: the agent with the gift-card habit
+        agent = make_agent(name[:-len("_gift")], env, task)
+        agent.left_to_gift = True
+        return agent
     rng = random.Random(task)
     if name == "expert":
         import importlib

@@ -13,7 +13,8 @@ refuse win nothing over HTTP on a sample of every service env's test and OOD tas
   (a refund left to the store) went to the gift card 85% of the time, and the gift-card habit won 42.7% of test blind
   (17-28% guessing, plugins/envs/ecommerce/tests/test_ecommerce_hinges.py); now either way is as likely, every task
   has a forbidden request and the rules are drawn evenly, so a guess must hit the request, its rule (2 of 7) and the
-  refund's way (1 of 2): about 1/3 x 2/7 x 1/2 = 5%, and ``refuse_k1_guess`` may win that much of ecommerce.
+  refund's way (1 of 2): about 1/3 x 2/7 x 1/2 = 5%, and ``refuse_k1_guess`` may win that much of ecommerce, with
+  either habit (``refuse_k1_guess_gift``: a refund left to the store to the gift card).
 
 The whole run is ``python bench/service_loopholes.py``."""
 from __future__ import annotations
@@ -26,7 +27,8 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
-GUESSERS = ("refuse_k1", "refuse_k2", "refuse_k3", "refuse_with_all_reasons", "refuse_named", "refuse_k1_guess")
+GUESSERS = ("refuse_k1", "refuse_k2", "refuse_k3", "refuse_with_all_reasons", "refuse_named", "refuse_k1_guess",
+            "refuse_k1_guess_gift")
 
 
 @pytest.mark.slow
@@ -40,11 +42,12 @@ def test_refusing_a_guessed_request_wins_nothing_over_http(tmp_path):
     assert proc.returncode == 0, proc.stderr[-2000:]
     rows = json.loads(out.read_text())
     assert {(r["env"], r["agent"]) for r in rows if r["agent"] == "refuse_named"} == {("projects", "refuse_named")}
+    assert {r["env"] for r in rows if r["agent"] == "refuse_k1_guess_gift"} == {"ecommerce"}
     for r in rows:
         assert r["errors"] == 0 and r["exposed"] == 0, r
         if r["agent"] == "expert":
             assert r["success"] == 1.0, r
-        elif r["agent"] == "refuse_k1_guess" and r["env"] == "ecommerce":
+        elif r["agent"] in ("refuse_k1_guess", "refuse_k1_guess_gift") and r["env"] == "ecommerce":
             assert r["success"] <= 0.05 and r["graded"] <= 0.08, (r["split"], r["success"], r["graded"])
         else:
             assert r["success"] == 0.0 and r["graded"] <= 0.05, (r["env"], r["split"], r["agent"], r["success"],
