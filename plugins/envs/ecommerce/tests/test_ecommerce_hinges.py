@@ -254,7 +254,7 @@ def test_no_habit_pays_blind_or_with_a_guessed_refusal(env, split, habit):
     the store goes: a few percent (before: the gift-card habit won 42.7% blind and 17-28% guessing, test split)."""
     assert wins(env, split, lambda: Habit(habit))[0] <= 0.02
     for k in (1, 2, 3):
-        success, graded = wins(env, split, lambda: Habit(habit, refuse_k=k))
+        success, graded = wins(env, split, lambda k=k: Habit(habit, refuse_k=k))
         assert success <= 0.10 and graded <= 0.12, (k, success, graded)
 
 
@@ -263,5 +263,5 @@ def test_the_rest_of_the_policy_and_a_habit_win_about_half(env, split):
     """Every rule applied but the expired card's (a habit in its place): the refund left to the store goes the habit's
     way in about half the tasks, so each habit wins about half and the expert's reading of the profile all."""
     for habit in ("gift", "original"):
-        success, _ = wins(env, split, lambda: Habit(habit, blind=False))
+        success, _ = wins(env, split, lambda habit=habit: Habit(habit, blind=False))
         assert 0.3 <= success <= 0.7, (habit, success)
