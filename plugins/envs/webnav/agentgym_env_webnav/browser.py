@@ -159,7 +159,9 @@ class Browser:
         self.driver.set_page_load_timeout(page_load_timeout_s)
         self.driver_pid = service.process.pid
         self.pids = process_tree(self.driver_pid)
-        self._finalizer = weakref.finalize(self, _shutdown, self.driver, self.driver_pid, self.profile, guard)
+        self._down = threading.Event()  # set once the teardown has finished, profile folder included
+        self._finalizer = weakref.finalize(self, _shutdown, self.driver, self.driver_pid, self.profile, guard,
+                                           self._down)
         atexit.register(self._finalizer)
 
     def memory_kib(self) -> int:
@@ -168,11 +170,14 @@ class Browser:
 
     @property
     def closed(self) -> bool:
-        return not self._finalizer.alive
+        """Whether the teardown has finished: driver and browser gone, the profile folder deleted."""
+        return self._down.is_set()
 
     def quit(self) -> None:
-        """Stop the browser and the driver and delete the profile; safe to call twice."""
+        """Stop the browser and the driver and delete the profile; safe to call twice, from any thread: a call
+        while another thread's teardown runs waits for it (at most 15 s)."""
         self._finalizer()
+        self._down.wait(15.0)
 
     def responsive(self) -> bool:
         """Whether the driver still answers (a browser kept idle may have been killed meanwhile)."""
@@ -323,7 +328,14 @@ def _kill_group(pgid: int) -> None:
         pass
 
 
-def _shutdown(driver, driver_pid: int, profile: str, guard: _Guard) -> None:
+def _shutdown(driver, driver_pid: int, profile: str, guard: _Guard, down: threading.Event) -> None:
+    try:
+        _teardown(driver, driver_pid, profile, guard)
+    finally:
+        down.set()
+
+
+def _teardown(driver, driver_pid: int, profile: str, guard: _Guard) -> None:
     tree = process_tree(driver_pid)
     if _alive(driver_pid):  # a dead driver would only be retried over HTTP for seconds
         try:
