@@ -3,7 +3,8 @@
     OMP_NUM_THREADS=2 python bench/step_profile.py -c configs/quickstart.yaml [key=value ...]
         [--steps 2] [--warmup 1] [--json out.json]
 
-First the matmul peak of this device in fp32 and in bf16 (a 2048^3 matmul, best of several, with the
+First the matmul peak of this device in fp32 and in bf16 (a 2048^3 matmul, or a smaller power of two where
+the dtype is slow here, best of several within a few seconds, with the
 threads torch will use), then ``--warmup + --steps`` steps of the named config's trainer, in this
 process, with evaluation and checkpoints off. The warm-up steps are not counted; the rest are
 averaged per step. The engine and the trainers mark their phases (``agentgym_core.profiling``):
@@ -38,23 +39,41 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 
 
-def matmul_peak(dtype: str, size: int = 2048, repeats: int = 8) -> float:
-    """FLOP/s of the best of *repeats* ``size^3`` matmuls in *dtype* on this CPU/GPU's torch threads."""
+def matmul_peak(dtype: str, size: int = 2048, repeats: int = 8, budget_s: float = 6.0) -> tuple[float, int]:
+    """FLOP/s of the best of up to *repeats* ``size^3`` matmuls in *dtype* on this CPU/GPU's torch threads, and
+    the size it used.
+
+    A dtype without fast kernels here (bf16 on a CPU without AVX512-BF16 runs at ~1 GFLOP/s, so one 2048^3
+    matmul takes ~20 s) is measured at the largest power-of-two size whose one matmul fits half of
+    *budget_s*, judged from a 256^3 probe, and repeats stop once the budget is spent: the peak costs seconds
+    on every machine, not minutes.
+    """
     import torch
 
     dt = {"fp32": torch.float32, "bf16": torch.bfloat16}[dtype]
     device = "cuda" if torch.cuda.is_available() else "cpu"
-    a = torch.randn(size, size, dtype=dt, device=device)
-    b = torch.randn(size, size, dtype=dt, device=device)
     sync = torch.cuda.synchronize if device == "cuda" else (lambda: None)
-    best = float("inf")
-    for _ in range(repeats):
+
+    def once(a, b) -> float:
         sync()
         start = time.perf_counter()
         a @ b
         sync()
-        best = min(best, time.perf_counter() - start)
-    return 2 * size**3 / best
+        return time.perf_counter() - start
+
+    probe = torch.randn(256, 256, dtype=dt, device=device)
+    rate = 2 * 256**3 / min(once(probe, probe) for _ in range(3))
+    while size > 256 and 2 * size**3 / rate > budget_s / 2:  # the small probe underrates fast kernels ~4x
+        size //= 2
+    a = torch.randn(size, size, dtype=dt, device=device)
+    b = torch.randn(size, size, dtype=dt, device=device)
+    best, spent = float("inf"), 0.0
+    for _ in range(repeats):
+        seconds = once(a, b)
+        best, spent = min(best, seconds), spent + seconds
+        if spent > budget_s:
+            break
+    return 2 * size**3 / best, size
 
 
 class Shape:
@@ -198,10 +217,13 @@ def main() -> None:
     from agentgym_core.backend import cpu_bf16_reason
 
     threads = torch.get_num_threads()
-    peaks = {"fp32": matmul_peak("fp32"), "bf16": matmul_peak("bf16")}
+    measured = {dtype: matmul_peak(dtype) for dtype in ("fp32", "bf16")}
+    peaks = {dtype: rate for dtype, (rate, _) in measured.items()}
+    sizes = {dtype: size for dtype, (_, size) in measured.items()}
     print(f"# {platform.processor() or platform.machine()}, {os.cpu_count()} cores, torch {torch.__version__}, "
           f"{threads} threads, bf16: {cpu_bf16_reason()}", file=sys.stderr)
-    print(f"# matmul peak (2048^3): fp32 {peaks['fp32'] / 1e9:.0f} GFLOP/s, bf16 {peaks['bf16'] / 1e9:.0f} GFLOP/s",
+    print(f"# matmul peak: fp32 {peaks['fp32'] / 1e9:.0f} GFLOP/s ({sizes['fp32']}^3), "
+          f"bf16 {peaks['bf16'] / 1e9:.0f} GFLOP/s ({sizes['bf16']}^3)",
           file=sys.stderr)
     run = profile_run(args.config, args.overrides, args.steps, args.warmup, args.ops)
     lines, info = table(run, peaks)
@@ -226,7 +248,8 @@ def main() -> None:
         "update_peak_frac": fr.get("update forward"), "backward_peak_frac": fr.get("backward"),
         "step_s": mean["step_time_s"], "rollout_s": mean["rollout_time_s"], "update_s": mean["update_time_s"],
         "engine_dtype": run["engine_dtype"], "update_dtype": "bf16" if run["update_bf16"] else "fp32",
-        "peak_fp32_gflops": peaks["fp32"] / 1e9, "peak_bf16_gflops": peaks["bf16"] / 1e9, "threads": threads,
+        "peak_fp32_gflops": peaks["fp32"] / 1e9, "peak_bf16_gflops": peaks["bf16"] / 1e9,
+        "peak_sizes": sizes, "threads": threads,
     }
     if args.json:
         Path(args.json).write_text(json.dumps({**result, "phases": run["phases"], "metrics": run["metrics"]}, indent=1))
