@@ -49,6 +49,7 @@ class RolloutWorker:
         self.idle_s = self.busy_s = 0.0
         self.engine: Optional[VersionedEngine] = None
         self.dropped = 0  # stale episodes dropped so far (async mode)
+        self._owed = 0  # async: groups dropped as stale that the worker has not yet started a replacement for
         self._thread = threading.Thread(target=self._main, name="agentgym-rollout", daemon=True)
 
     # -- the trainer's side --------------------------------------------------------------------
@@ -76,6 +77,9 @@ class RolloutWorker:
                     if group:
                         taken.append(group)
                         deadline = time.monotonic() + self.watchdog
+                    else:  # the worker plays one more group in its place
+                        self._owed += 1
+                        self._cond.notify_all()
                 if taken and len(taken) == want:
                     return self._batch(step, taken)
                 if not self._thread.is_alive():
@@ -266,6 +270,27 @@ class RolloutWorker:
             except BaseException as exc:  # noqa: BLE001 - ends the worker
                 failure.append(exc)
 
+        def start(episodes: Any, tasks: list[int], first: int = 0) -> None:
+            for n, task_id in enumerate(tasks, first):
+                job = asyncio.ensure_future(group(episodes, n, task_id))
+                playing.add(job)
+                job.add_done_callback(playing.discard)
+
+        def replace(step: int) -> None:
+            """Start a group in place of each one the trainer dropped as stale since the last call: the next task
+            ids, at *step*'s horizon and by the newest weights (a drop at the last step still gets its group)."""
+            nonlocal replaced
+            with self._cond:
+                owed, self._owed = self._owed, 0
+            if owed:
+                seed = zlib.crc32(f"{self.config.run.seed}/{step}/{self.rank}/replace/{replaced}".encode())
+                # (numbered past the step's own groups: an episode id, the engine's cache key, is never reused)
+                start(EpisodeLoop(parts, batcher, max_turns=int(self.scheduler.max_turns(step)), step=step + 1,
+                                  temperature=float(agent.temperature), seed=seed), self.cursor.take(owed),
+                      first=int(cfg.rollout.tasks_per_step) + replaced)
+                replaced += owed
+
+        replaced = 0
         try:
             for step in range(self.first, self.total):
                 t0 = time.perf_counter()
@@ -274,16 +299,17 @@ class RolloutWorker:
                 if self._stop.is_set() or failure:
                     break
                 self._account(time.perf_counter() - t0, 0.0)
+                replace(step)
                 episodes = EpisodeLoop(parts, batcher, max_turns=int(self.scheduler.max_turns(step)), step=step + 1,
                                        temperature=float(agent.temperature), seed=self._seed(step))
-                tasks = self._tasks(step)
-                for n, task_id in enumerate(dict.fromkeys(t for t, _ in tasks)):
-                    job = asyncio.ensure_future(group(episodes, n, task_id))
-                    playing.add(job)
-                    job.add_done_callback(playing.discard)
+                start(episodes, list(dict.fromkeys(t for t, _ in self._tasks(step))))
                 while len(playing) > int(agent.concurrency) // size + 1 and not failure and not self._stop.is_set():
                     await asyncio.sleep(0.005)  # start the next step's groups once slots are about to free
-            while playing and not failure and not self._stop.is_set():
+                    replace(step)
+            # every step's groups are started: play them out, and replacements, until the trainer has its last
+            # batch (it closes the worker then; a group it drops at the last step is replaced, not missing)
+            while not failure and not self._stop.is_set():
+                replace(self.total - 1)
                 await asyncio.sleep(0.01)
             if failure:
                 raise failure[0]

@@ -123,6 +123,36 @@ def test_k0_is_the_synchronous_trainer(tmp_path):
 
 
 @pytest.mark.slow
+def test_a_group_dropped_as_stale_is_played_again_even_at_the_last_step(tmp_path, monkeypatch):
+    """The worker plays one more group for each one the trainer drops, also once it has started every step's
+    groups: a drop at the last step used to leave the trainer one group short ("the rollout worker ended
+    before the batch of step 3"). Whether a group goes stale depends on timing, so the trainer's staleness
+    check is made to drop the first group it takes at the last step; the trainer and worker are the real ones."""
+    pytest.importorskip("agentgym_env_babyai")
+    import agentgym_trainer_rl.asynchronous as asynchronous
+
+    real, dropped = asynchronous.stale_groups, []
+
+    def stale_groups(trajs, step, max_staleness):
+        groups = {t.group_id for t in trajs}
+        if step == 2 and not dropped and len(groups) == 1:  # (the check of one group as the trainer takes it)
+            dropped.extend(t.episode_id for t in trajs)
+            return [], groups, {}
+        return real(trajs, step, max_staleness)
+
+    monkeypatch.setattr(asynchronous, "stale_groups", stale_groups)
+    trainer, rows = _run(tmp_path, "replaced", **{"trainer.async_mode": "async"})
+    assert [r["step"] for r in rows] == [1, 2, 3]
+    assert [r["stale_dropped"] for r in rows] == [0, 0, 2] and all(r["episodes"] == 4 for r in rows)
+    last = [json.loads(line) for line in (tmp_path / "runs" / "replaced" / "trajectories" / "step_000003.jsonl")
+            .read_text().splitlines()]
+    ids = [t["episode_id"] for t in last]
+    assert len(ids) == 4 and not set(ids) & set(dropped), (ids, dropped)
+    assert any(int(i.split("-e")[1].split("-")[0]) >= 2 * 2 for i in ids), ids  # the replacement: numbered past
+    # the step's own groups (index >= tasks_per_step * group_size), so no episode id is played twice
+
+
+@pytest.mark.slow
 @pytest.mark.parametrize("partial", ["continue", "restart"])
 def test_async_mode_never_trains_on_a_token_older_than_the_bound(tmp_path, partial):
     pytest.importorskip("agentgym_env_babyai")
