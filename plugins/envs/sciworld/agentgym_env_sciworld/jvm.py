@@ -49,6 +49,10 @@ class _JVM:
     def stop(self) -> None:
         # Close only our side: asking the gateway to shut down races the JVM closing its sockets,
         # and py4j then logs "Exception while sending command" for a stop that went fine.
+        # Marked disconnected first: py4j frees a Java object that Python collects later by a command
+        # to this JVM, which would connect to a dead port and log the failure with a traceback from
+        # inside whatever the collector interrupted (CPython 3.11 then fails an ast.parse under way).
+        self.gateway._gateway_client.is_connected = False
         try:
             self.gateway.close(keep_callback_server=False, close_callback_server_connections=True)
         except Exception:  # noqa: BLE001 - the JVM may already be gone

@@ -209,3 +209,25 @@ def test_plays_a_task_to_success_over_http(envs):
     run = play_over_http("sciworld", tid, gold.gold_actions(), invalid_action="xyzzy", invalid_hint="No known action")
     assert run.info["action_format"] == "react"
     assert run.first_observation.startswith("Your task is to")
+
+
+@pytest.mark.slow
+@needs_java
+def test_a_java_object_freed_after_its_jvm_stopped_calls_nobody(caplog):
+    """py4j frees a Java object when Python collects it, by a command to its JVM. Once the JVM is stopped
+    that command would connect to a dead port and log the failure with a traceback, from inside whatever
+    the garbage collector interrupted (in CI: pytest compiling a module, where CPython 3.11 then fails
+    with "AST constructor recursion depth mismatch"). A stopped JVM's objects are freed silently."""
+    import gc
+    import logging
+
+    env = SciWorldEnv(java_heap="200m")  # a JVM of its own (the module's envs share another)
+    env.reset(task_id=0)
+    held, own = env._simulator().py.getTaskNames(), env._jvm  # a Java object that outlives its session
+    env.close()
+    assert own.proc.poll() is not None  # its JVM has stopped
+    with caplog.at_level(logging.DEBUG, logger="py4j"):
+        del held
+        gc.collect()
+    assert [r for r in caplog.records if r.levelno >= logging.WARNING] == []
+    assert not any("connect" in r.getMessage() for r in caplog.records), caplog.records
