@@ -772,8 +772,8 @@ class Plain(Worker):
         text = self.text().lower()
         after = text.split(item["name"].lower())[-1]
         best, score = None, -1
-        for v in product["variants"]:
-            if v["item_id"] == item["item_id"]:
+        for v in product["variants"]:  # the options named; none named (left to us): the one changing the fewest
+            if v["item_id"] == item["item_id"] or not v.get("available", True):
                 continue
             s = sum(2 * (str(val).lower() in after) - (str(val).lower() not in after and val != item["options"].get(key))
                     for key, val in v["options"].items())

@@ -12,9 +12,11 @@ refuse win nothing over HTTP on a sample of every service env's test and OOD tas
   guessed; then every such task also had an allowed request whose write the policy decides. In ecommerce that write
   (a refund left to the store) went to the gift card 85% of the time, and the gift-card habit won 42.7% of test blind
   (17-28% guessing, plugins/envs/ecommerce/tests/test_ecommerce_hinges.py); now either way is as likely, every task
-  has a forbidden request and the rules are drawn evenly, so a guess must hit the request, its rule (2 of 7) and the
-  refund's way (1 of 2): about 1/3 x 2/7 x 1/2 = 5%, and ``refuse_k1_guess`` may win that much of ecommerce, with
-  either habit (``refuse_k1_guess_gift``: a refund left to the store to the gift card).
+  has a forbidden request and the rules are drawn evenly, so a guess had to hit the request, its rule (2 of 7) and the
+  refund's way (1 of 2): about 1/3 x 2/7 x 1/2 = 5%, and ``refuse_k1_guess`` won 4.9% of ecommerce test. Since
+  2026-12-07 every ecommerce task's value hinge is an exchange whose new option is left to the store too (the one in
+  stock closest in price, among 4-15): over HTTP 0.7% of test and 0% of OOD, with either habit
+  (``refuse_k1_guess_gift``: a difference left to the store to the gift card).
 
 The whole run is ``python bench/service_loopholes.py``."""
 from __future__ import annotations
@@ -48,7 +50,7 @@ def test_refusing_a_guessed_request_wins_nothing_over_http(tmp_path):
         if r["agent"] == "expert":
             assert r["success"] == 1.0, r
         elif r["agent"] in ("refuse_k1_guess", "refuse_k1_guess_gift") and r["env"] == "ecommerce":
-            assert r["success"] <= 0.05 and r["graded"] <= 0.08, (r["split"], r["success"], r["graded"])
+            assert r["success"] <= 0.025 and r["graded"] <= 0.06, (r["split"], r["success"], r["graded"])
         else:
             assert r["success"] == 0.0 and r["graded"] <= 0.05, (r["env"], r["split"], r["agent"], r["success"],
                                                                  r["graded"])

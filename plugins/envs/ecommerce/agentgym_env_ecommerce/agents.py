@@ -28,6 +28,8 @@ _NAME = re.compile(r"(?:name is|I'm|This is) ([A-Z][a-z]+ [A-Z][a-z]+)")
 _ZIP = re.compile(r"(?:[Zz]ip code|[Zz]ip|[Pp]ostal code)(?: is)? (\d{5})")
 _ORDER = re.compile(r"#W\d{4}")
 _ADDRESS = re.compile(r"\d+ [A-Za-z ]+, [A-Za-z ]+, \d{5}")
+#: The customer leaves the new option of an exchange to us (the store's words for it, train and unseen).
+_LEFT_OPTION = re.compile(r"you pick|your pick|surprise me|any other (?:option|variant)|whichever other", re.I)
 _METHOD = re.compile(r"(?:credit_card|gift_card|paypal)_\d{4}")
 _ASK = {"cancel": "the reason for cancelling",
         "return": "which items you want to return, and where the refund should go (the original payment method or a "
@@ -239,6 +241,12 @@ class ExpertAgent(ScriptedExpert):
         if pid not in self.products:
             return call("get_product", product_id=pid)
         asked = self.said.split(f"{item['name']} (", 1)[-1].split(")", 1)[-1]  # after the item's own options
+        if _LEFT_OPTION.search(asked):
+            new = self._left_option(item)
+            if new is None:
+                return self.refuse("no other option of that product is in stock")
+            wanted = {a: b for a, b in new["options"].items() if item["options"].get(a) != b}
+            return new["item_id"], ", ".join(f"{a} {b}" for a, b in wanted.items()), new["price"]
         wanted = {axis: m[-1] for axis in item["options"] if (m := re.findall(rf"\b{axis} ([\w.]+?)(?=[\s,.?]|$)", asked))}
         if not wanted:
             return self.refuse("an item can only be exchanged for another option of the same product")
@@ -247,6 +255,15 @@ class ExpertAgent(ScriptedExpert):
         if new is None or not new["available"]:
             return self.refuse("that option is out of stock")
         return new["item_id"], ", ".join(f"{a} {b}" for a, b in wanted.items()), new["price"]
+
+    def _left_option(self, item: dict[str, Any]) -> dict[str, Any] | None:
+        """The new option the customer leaves to us (rule 5): the other one in stock closest in price to the item,
+        the cheaper of two as close; blind to the rule, the first other one in stock."""
+        others = [v for v in self.products[item["product_id"]]["variants"]
+                  if v["available"] and v["item_id"] != item["item_id"]]
+        if not self.applies_policy:
+            return others[0] if others else None
+        return min(others, key=lambda v: (abs(v["price"] - item["price"]), v["price"]), default=None)
 
     def _profile(self) -> Any:
         address = _ADDRESS.findall(self.said)

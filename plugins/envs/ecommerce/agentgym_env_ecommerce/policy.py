@@ -26,7 +26,8 @@ method) or changed: the address, the payment method, or item options (same produ
 for another option of the same product, in stock. A refund goes to the original payment method or a gift card of the \
 customer, as they choose; an exchange's price difference is paid or refunded with a payment method of theirs they \
 choose. When the customer leaves the method to us: the original payment method, or their gift card if the original \
-method has expired.
+method has expired. When they leave the new option of an exchange to us: the other option of the same product in \
+stock whose price is closest to the item's (the cheaper of two as close).
 6. An expired payment method (get_customer shows which) is never charged or refunded.
 7. The customer's default address (their profile) may be changed on request.
 8. Find out what the customer wants before deciding. Refuse what the policy forbids (or transfer_to_human), saying \

@@ -8,7 +8,10 @@ decides and the customer does not state: they leave the refund (the price differ
 (rule 5). Half the time the card the order was paid with has expired, so it goes to their gift card
 (the original card is a forbidden write, rule 6); else it goes back to that card (the gift card they
 also have is the wrong write). Either answer is as likely, so a habit (always the gift card, always
-the original) wins half of them, and only reading the profile wins them all.
+the original) wins half of them, and only reading the profile wins them all. One such decision is one
+bit, so :func:`exchange_left` also leaves the new option to the store: the one in stock closest in
+price (:func:`closest_option`), among at least :data:`MIN_CHOICES`, which a habit (the first in stock,
+the cheapest) hits in 15-25% of the tasks.
 """
 from __future__ import annotations
 
@@ -29,6 +32,8 @@ ALLOWED = ("order_status", "cancel", "return", "exchange", "change_address", "ch
            "change_profile", "product_search")
 WRITES = ("cancel", "return", "exchange", "change_address", "change_items", "change_payment", "change_profile")
 #: What a ``forbidden`` request asks for, which the policy does not allow.
+#: A new option left to the store (:func:`exchange_left`) is chosen among at least this many in stock.
+MIN_CHOICES = 4
 FORBIDDEN_KINDS = ("cancel_shipped", "return_late", "return_final_sale", "refund_elsewhere", "address_shipped",
                    "exchange_other_product")
 
@@ -198,12 +203,23 @@ def return_left(c: Ctx) -> Request:
     return return_(c, expired=_left_to_us(c), left=True)
 
 
+def closest_option(cat: Catalog, item: Variant, fits=lambda v: True) -> tuple[Variant | None, int]:
+    """Rule 5, a new option the customer leaves to the store: the other option of the same product in stock whose
+    price is closest to the item's, the cheaper of two as close; with how many options were in stock to choose from
+    (*fits*: which of them the payment can take)."""
+    options = [v for v in cat.by_product[item.product_id].variants if v.available and v.item_id != item.item_id]
+    best = min(options, key=lambda v: (abs(v.price - item.price), v.price), default=None)
+    return (best if best is not None and fits(best) else None), len(options)
+
+
 def _swap(c: Ctx, kind: str, status: str, *, days: int | None = None, final: bool = False, changed: bool = False,
-          allowed: bool = True, expired: bool = False, left: bool | None = None) -> Request:
+          allowed: bool = True, expired: bool = False, left: bool | None = None, choose: bool = False) -> Request:
     """Another option of an item: ``exchange`` (delivered) or ``change_items`` (pending), the price difference on
     the method the customer says or (for a fifth of the exchanges, always when *left* or *expired*: the order was
     paid with a card that has since expired) where the policy puts it; for the forbidden ones (:mod:`.forbidden`) an order in another
-    *status*, delivered *days* ago, the item *final* sale, or the order's items *changed* already."""
+    *status*, delivered *days* ago, the item *final* sale, or the order's items *changed* already. *choose*: the
+    customer leaves the new option to the store too (rule 5: the one closest in price, :func:`closest_option`), among
+    at least :data:`MIN_CHOICES` options in stock, so a guess rarely hits it."""
     w = c.words
     n = c.rng.randint(1, 3)
     if final:
@@ -219,8 +235,16 @@ def _swap(c: Ctx, kind: str, status: str, *, days: int | None = None, final: boo
     target, new = None, None
     for v in variants[:1] if final else c.rng.sample(variants, len(variants)):  # an item with another option in stock
         product = c.cat.by_product[v.product_id]
-        options = [o for o in product.variants if o.available and o.item_id != v.item_id
-                   and (gift is None or c.can_pay(c.customer.method(gift), o.price - v.price))]
+        def fits(o: Variant, v: Variant = v) -> bool:
+            return gift is None or c.can_pay(c.customer.method(gift), o.price - v.price)
+
+        if choose:
+            best, choices = closest_option(c.cat, v, fits)
+            if best is not None and choices >= MIN_CHOICES:
+                target, new = v, best
+                break
+            continue
+        options = [o for o in product.variants if o.available and o.item_id != v.item_id and fits(o)]
         if options:
             target, new = v, c.rng.choice(options)
             break
@@ -228,7 +252,7 @@ def _swap(c: Ctx, kind: str, status: str, *, days: int | None = None, final: boo
         c.orders.remove(order)
         c.customer.orders.remove(order.order_id)
         return _swap(c, kind, status, days=days, final=final, changed=changed, allowed=allowed, expired=expired,
-                     left=left)
+                     left=left, choose=choose)
     change_opts = {a: b for (a, b), (_, old) in zip(new.options, target.options) if b != old}
     if left is None:
         left = expired or allowed and status == "delivered" and c.rng.random() < 0.2
@@ -252,6 +276,7 @@ def _swap(c: Ctx, kind: str, status: str, *, days: int | None = None, final: boo
                     f"{_my_method(c.customer.method(method), method == order.payment_method_id)}")
     slots = (Slot("order_id", order.order_id, w("order", order=order.order_id)),
              Slot("items", item_name, w("items_swap", items=describe_item(c.cat, target.item_id))),
+             Slot("options", "any other option", w("options_left")) if choose else
              Slot("options", options_text, w("options", options=options_text)),
              payment_slot(w, c.customer, method, order.payment_method_id, left=left))
     diff = new.price - target.price
@@ -264,7 +289,7 @@ def exchange(c: Ctx) -> Request:
 
 
 def exchange_left(c: Ctx) -> Request:
-    return _swap(c, "exchange", "delivered", expired=_left_to_us(c), left=True)
+    return _swap(c, "exchange", "delivered", expired=_left_to_us(c), left=True, choose=True)
 
 
 def change_items(c: Ctx) -> Request:

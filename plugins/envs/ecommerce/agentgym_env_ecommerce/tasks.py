@@ -9,13 +9,15 @@ Every task hinges on the written policy twice, at any places in the conversation
   are known. Its rule is drawn first, each of the seven as often (:data:`FORBIDDEN_BY_REASON`), so no
   reason is a safe guess;
 - an allowed request whose write the policy decides and the customer does not state
-  (:func:`.requests.return_left`, :func:`.requests.exchange_left`: the refund or difference left to the
-  store goes back to the card paid with, or to the gift card when that card has expired, each half the
-  time), so neither habit (always the gift card, always the original) pays.
+  (:func:`.requests.exchange_left`, in every task: the new option left to the store is the one in stock
+  closest in price, among four or more, and the difference goes back to the card paid with, or to the gift
+  card when that card has expired, each half the time; :func:`.requests.return_left`, an extra hinge, the
+  refund the same way), so no habit (the first option, the cheapest, always the gift card, always the
+  original) pays.
 
 The write an agent makes when it does what the customer says without applying the policy breaks a rule
 and ends the episode with 0, so an agent blind to the rules wins nothing; one that refuses a request by a
-guess must guess which request, which rule and which way the refusal-free write goes. Every task also
+guess must guess which request, which rule, which option and which way the difference goes. Every task also
 carries an allowed request that needs a write, so refusing everything fails too; and the allowed requests
 come near the rules (a return on day 30, an order with a final-sale item that is not returned, a refund
 left to the store while the card is valid, an expired card on the profile that nobody asks about), so
@@ -57,6 +59,9 @@ FORBIDDEN_BY_REASON = {
 }
 FORBIDDEN_HINGES = tuple(k for kinds in FORBIDDEN_BY_REASON.values() for k in kinds)
 VALUE_HINGES = ("return_left", "exchange_left")
+#: The value hinge every task has: an exchange whose new option and whose difference the customer leaves to the store
+#: (a choice among four or more options, and one of two methods), so a guess rarely hits it.
+VALUE_HINGE = "exchange_left"
 BUILD = {**BUILDERS, **FORBIDDEN, "return_left": return_left, "exchange_left": exchange_left}
 
 
@@ -75,8 +80,8 @@ def kinds_of(intent: str, rng: random.Random) -> list[str]:
     raises them: the category's request (for ``forbidden``, one the policy forbids), an allowed write when that
     is a question or forbidden, sometimes another write or question, then the hinges inserted at any place: a
     forbidden request (the ``forbidden`` category's request is one), three times in ten another hinge when that
-    keeps the task to three requests, and an allowed request whose write the policy decides (:data:`VALUE_HINGES`:
-    the allowed write drawn beside the category's request becomes one, or one is inserted). A request for
+    keeps the task to three requests, and an exchange whose option and difference the policy decides
+    (:data:`VALUE_HINGE`: the allowed write drawn beside the category's request becomes one, or one is inserted). A request for
     another product (``exchange_other_product``) comes first: no tool makes it as asked, and an agent that stalls
     there has resolved nothing a graded reward would pay for."""
     kinds = [] if intent == "forbidden" else [intent]
@@ -101,8 +106,8 @@ def kinds_of(intent: str, rng: random.Random) -> list[str]:
         insert(anywhere(), forbidden_hinge(rng))
     if rng.random() < 0.3 and len(kinds) < 3:
         insert(anywhere(), hinge(rng))
-    if not set(kinds) & set(VALUE_HINGES):
-        value = rng.choice(VALUE_HINGES)
+    if VALUE_HINGE not in kinds:
+        value = VALUE_HINGE
         if side is None:
             insert(anywhere(), value)
         else:

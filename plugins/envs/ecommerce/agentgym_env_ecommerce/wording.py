@@ -46,6 +46,8 @@ WORDS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
     "items_return": (("I want to return {items}.", "It's {items}."), ("The pieces I'm sending back: {items}.",)),
     "items_swap": (("It's {items}.", "I mean {items}."), ("The piece in question is {items}.",)),
     "options": (("I'd like {options} instead.", "{options}, please."), ("Could I get {options} instead?",)),
+    "options_left": (("Any other option you have in stock is fine; you pick.", "Whichever other option you have in "
+                      "stock, I'll take your pick."), ("Surprise me with any other variant you have in stock.",)),
     "other_product": (("I'd like a {product} instead.",), ("Rather than that, give me a {product}.",)),
     "pay_original": (("To the original payment method, please.", "The original payment method, please."),
                      ("Put it back on the original payment method.",)),

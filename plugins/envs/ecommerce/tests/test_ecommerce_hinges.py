@@ -8,8 +8,9 @@ applies the policy makes a write the policy forbids, and one that refuses everyt
 - the expert with the policy's rules taken out wins (about) nothing, and every episode it loses ends at a write
   the policy forbids; refusing every request wins nothing;
 - no habit pays: a refund left to the store goes either way as often, the forbidden requests' rules are drawn
-  evenly, so a worker blind to the rules wins nothing with either habit, and one that refuses a request by a
-  guess (which one, which rule) wins a few percent (about 1/3 x 2/7 x 1/2);
+  evenly, and every task has an exchange whose new option the store picks by a rule among four or more, so a
+  worker blind to the rules wins nothing with either habit, and one that refuses a request by a guess (which one,
+  which rule) wins about 1% (1/3 x 2/7 x 1/2 x the option's share: it was 5% before the option was left to us);
 - every rule a forbidden request breaks is written in the policy the agent reads.
 """
 from __future__ import annotations
@@ -22,6 +23,7 @@ import pytest
 from agentgym_env_ecommerce.agents import ExpertAgent, PolicyBlindExpert
 from agentgym_env_ecommerce.env import ECommerceServiceEnv
 from agentgym_env_ecommerce.policy import POLICY
+from agentgym_env_ecommerce.requests import closest_option
 from agentgym_env_ecommerce.tasks import FORBIDDEN_BY_REASON
 from agentgym_service.play import play, user_leaks
 
@@ -96,12 +98,19 @@ def test_every_task_hinges_on_a_rule_and_needs_an_allowed_write(env, split):
 def test_the_expert_blind_to_the_policy_wins_nothing_and_the_policy_is_what_stops_it(env, split):
     """The expert with every rule taken out serves as well as the expert otherwise: each episode it loses ends at a
     write the policy forbids (it won one task per split while a first request for another product, which it cannot
-    make and so declines, could be a task's only hinge)."""
-    runs = [play(env, t, PolicyBlindExpert())[:2] for t in env.splits()[split]]
+    make and so declines, could be a task's only hinge), or with the goal not met where it picked a new option the
+    customer left to the store by its own habit (the first in stock) and the customer went along."""
+    runs, left = [], set()
+    for task_id in env.splits()[split]:
+        runs.append(play(env, task_id, PolicyBlindExpert())[:2])
+        if any(s.name == "options" and s.value == "any other option" for r in env.task.goal.requests for s in r.slots):
+            left.add(task_id)
     assert sum(info["success"] for _, info in runs) <= 0.01 * len(runs)
     assert statistics.mean(reward for reward, _ in runs) <= 0.02
-    lost = [info["end_reason"] for _, info in runs if not info["success"]]
-    assert all(reason.startswith("policy: ") for reason in lost), {r for r in lost if not r.startswith("policy: ")}
+    lost = {t: info["end_reason"] for t, (_, info) in zip(env.splits()[split], runs) if not info["success"]}
+    odd = {t: r for t, r in lost.items() if not r.startswith("policy: ")
+           and not (t in left and r == "the user has nothing more to ask, but the goal is not met")}
+    assert odd == {}
 
 
 class RefusingExpert(ExpertAgent):
@@ -250,18 +259,60 @@ def wins(env, split, agent) -> tuple[float, float]:
 @pytest.mark.parametrize("habit", ["gift", "original"])
 def test_no_habit_pays_blind_or_with_a_guessed_refusal(env, split, habit):
     """Blind to the rules, either habit wins (nearly) nothing: every task has a forbidden request its write breaks.
-    Refusing the k-th request with a guessed reason must hit the request, its rule and the way the refund left to
-    the store goes: a few percent (before: the gift-card habit won 42.7% blind and 17-28% guessing, test split)."""
+    Refusing the k-th request with a guessed reason must hit the request, its rule, the new option and the way the
+    difference left to the store goes: 0-1.4% (before: the gift-card habit won 42.7% blind and 17-28% guessing;
+    with the option named by the customer, 2.5-7.7%)."""
     assert wins(env, split, lambda: Habit(habit))[0] <= 0.02
     for k in (1, 2, 3):
         success, graded = wins(env, split, lambda k=k: Habit(habit, refuse_k=k))
-        assert success <= 0.10 and graded <= 0.12, (k, success, graded)
+        assert success <= 0.025 and graded <= 0.10, (k, success, graded)
 
 
 @pytest.mark.parametrize("split", ["test", "ood"])
 def test_the_rest_of_the_policy_and_a_habit_win_about_half(env, split):
-    """Every rule applied but the expired card's (a habit in its place): the refund left to the store goes the habit's
-    way in about half the tasks, so each habit wins about half and the expert's reading of the profile all."""
+    """Every rule applied but the expired card's (a habit in its place): the difference left to the store goes the
+    habit's way in about half the tasks, so each habit wins about half and the expert's reading of the profile all."""
     for habit in ("gift", "original"):
         success, _ = wins(env, split, lambda habit=habit: Habit(habit, blind=False))
         assert 0.3 <= success <= 0.7, (habit, success)
+
+
+class OptionHabit(ExpertAgent):
+    """Every rule applied but the one for a new option the customer leaves to the store: a habit in its place (the
+    first other option in stock, the cheapest, the dearest, the one changing the fewest options)."""
+
+    def __init__(self, habit: str) -> None:
+        self.habit = habit
+        super().__init__()
+
+    def _left_option(self, item):
+        others = [v for v in self.products[item["product_id"]]["variants"]
+                  if v["available"] and v["item_id"] != item["item_id"]]
+        if self.habit == "first":
+            return others[0]
+        if self.habit == "cheapest":
+            return min(others, key=lambda v: v["price"])
+        if self.habit == "dearest":
+            return max(others, key=lambda v: v["price"])
+        return min(others, key=lambda v: sum(item["options"][a] != b for a, b in v["options"].items()))
+
+
+@pytest.mark.parametrize("split", ["test", "ood"])
+def test_a_new_option_left_to_the_store_is_chosen_by_the_rule_among_four_or_more(env, split):
+    """Every task has an exchange whose new option (and difference) the customer leaves to the store: rule 5 picks the
+    option in stock closest in price, among at least four, and the customer never names it. The expert's reading of
+    the prices wins every task; every other rule applied with a habit for that one choice wins at most a third (a
+    refund's two ways alone let a habit win half)."""
+    for task_id in env.splits()[split]:
+        env.reset(task_id=task_id)
+        cat = env.task.world
+        left = [r for r in env.task.goal.requests if any(s.value == "any other option" for s in r.slots)]
+        assert left, task_id
+        for request in left:
+            item = cat.by_item[request.changes[0].args["item_ids"][0]]
+            best, choices = closest_option(cat, item)
+            assert request.changes[0].args["new_item_ids"] == [best.item_id] and choices >= 4, task_id
+    assert wins(env, split, ExpertAgent)[0] == 1.0
+    for habit in ("first", "cheapest", "dearest", "fewest"):
+        success, _ = wins(env, split, lambda habit=habit: OptionHabit(habit))
+        assert success <= 0.34, (habit, success)
