@@ -160,11 +160,18 @@ class EvalSection:
     #: Evaluate before and after training.
     before: bool = True
     after: bool = True
+    #: The repeat guard: a reply whose action the episode already took in answer to the same message (greedy
+    #: decoding going round a loop: "turn left" forever) is sampled again at ``repeat_temperature``, at most this
+    #: many times a reply. 0: off (replies as decoded).
+    repeat_guard: int = 0
+    repeat_temperature: float = 1.0
 
     def __post_init__(self) -> None:
         check_range("eval.tasks", self.tasks, ge=0, note="0: the whole split")
         check_range("eval.k", self.k, ge=1)
         check_range("eval.temperature", self.temperature, ge=0, note="0: greedy")
+        check_range("eval.repeat_guard", self.repeat_guard, ge=0, note="0: off")
+        check_range("eval.repeat_temperature", self.repeat_temperature, gt=0)
 
 
 # -- the core keys of the sections that select a component ---------------------------------

@@ -72,8 +72,18 @@ def markdown_table(headers: Sequence[str], rows: Sequence[Sequence[str]]) -> str
 def to_markdown(summary: Mapping[str, Any]) -> str:
     """The summary as one Markdown table: overall row, then one row per category; then a line per judge
     (:func:`judged_lines`)."""
-    lines = judged_lines(summary)
+    lines = repeat_lines(summary) + judged_lines(summary)
     return markdown_table(*table_rows(summary)) + ("\n\n" + "\n".join(lines) if lines else "")
+
+
+def repeat_lines(summary: Mapping[str, Any]) -> list[str]:
+    """What the repeat guard (``eval.repeat_guard``) did, when it was on: one line."""
+    meta = summary.get("meta") or {}
+    if not meta.get("repeat_guard"):
+        return []
+    return [f"Repeat guard: {meta['turns_resampled']} of {meta['turns']} replies repeated an action already taken in "
+            f"answer to the same message and were sampled again (eval.repeat_guard {meta['repeat_guard']}, at "
+            f"temperature {meta['repeat_temperature']})."]
 
 
 def judged_lines(summary: Mapping[str, Any]) -> list[str]:

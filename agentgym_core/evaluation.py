@@ -227,6 +227,10 @@ class EvalPlan:
     max_turns: int
     #: Said to the user when k > 1 turned greedy decoding into sampling; None otherwise.
     notice: str | None = None
+    #: ``eval.repeat_guard``: how often a reply repeating an action already taken in answer to the same message is
+    #: sampled again (at :attr:`repeat_temperature`); 0: never.
+    repeat_guard: int = 0
+    repeat_temperature: float = 1.0
 
     def meta(self, *, model: str, env: Any) -> dict[str, Any]:
         """The ``meta`` fields of the summary besides tasks/max_turns/temperature (set by :func:`evaluate`).
@@ -279,7 +283,8 @@ def plan_evaluation(eval_cfg: Any, rollout_cfg: Any, max_turns: int, *, split: s
             notice = (f"k={k} samples per task: sampling at the rollout temperature {temperature} "
                       "(greedy would repeat one episode)")
     return EvalPlan(split=split, k=k, tasks=tasks, temperature=float(temperature), max_turns=int(max_turns),
-                    notice=notice)
+                    notice=notice, repeat_guard=int(eval_cfg.get("repeat_guard", 0) or 0),
+                    repeat_temperature=float(eval_cfg.get("repeat_temperature", 1.0)))
 
 
 # -- the runner -------------------------------------------------------------------------------
@@ -317,7 +322,8 @@ async def evaluate(parts: Any, plan: EvalPlan, *, model: str, step: int = 0, dum
     ids = select_tasks(parts.env.ids(plan.split), plan.tasks)
     say = ProgressLine(label) if label else None
     trajectories = await rollout(parts, eval_tasks(ids, plan.k), max_turns=plan.max_turns, step=step,
-                                 temperature=plan.temperature, progress=say.update if say else None)
+                                 temperature=plan.temperature, progress=say.update if say else None,
+                                 repeat_guard=plan.repeat_guard, repeat_temperature=plan.repeat_temperature)
     if say is not None:
         say.close(sum(bool(t.success) for t in trajectories))
     strategy = parts.strategy
@@ -325,6 +331,10 @@ async def evaluate(parts: Any, plan: EvalPlan, *, model: str, step: int = 0, dum
                         attempts=int(strategy.max_attempts))
     summary["meta"] = {"tasks": len(ids), "max_turns": plan.max_turns, "temperature": plan.temperature,
                        **plan.meta(model=model, env=parts.env), "strategy": strategy.name}
+    if plan.repeat_guard:
+        turns = [turn for t in trajectories for turn in t.turns]
+        summary["meta"].update(repeat_guard=plan.repeat_guard, repeat_temperature=plan.repeat_temperature,
+                               turns_resampled=sum(bool(turn.resampled) for turn in turns), turns=len(turns))
     try:
         judged = judged_scores(parts.rewards, trajectories)
     finally:  # after the judge, so each episode's line carries its verdict (info["judge"]); also if it failed

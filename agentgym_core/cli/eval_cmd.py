@@ -203,7 +203,8 @@ def eval_(files: tuple[str, ...], model: str | None, split: str | None, k: int |
     dump = out_path.with_suffix(".jsonl")
     out_path.parent.mkdir(parents=True, exist_ok=True)
     click.echo(f"Evaluating {model_path} on {cfg.env.name}/{plan.split}: k={plan.k}, horizon {plan.max_turns} turns"
-               + ("" if expert else f", temperature {plan.temperature}, strategy {cfg.agent.strategy.name}"), err=True)
+               + ("" if expert else f", temperature {plan.temperature}, strategy {cfg.agent.strategy.name}"
+                  + (f", repeat guard {plan.repeat_guard}" if plan.repeat_guard else "")), err=True)
     if expert:
         from agentgym_core.config import build_component
 

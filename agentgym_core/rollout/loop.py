@@ -45,7 +45,7 @@ class EpisodeLoop:
     """Plays episodes for one rollout; see the module docstring."""
 
     def __init__(self, parts: RunParts, batcher: GenerationBatcher, *, max_turns: int, step: int, temperature: float,
-                 seed: int | None) -> None:
+                 seed: int | None, repeat_guard: int = 0, repeat_temperature: float = 1.0) -> None:
         agent, env = parts.agent, parts.env
         self.pool, self.batcher, self.engine = parts.pool, batcher, parts.engine
         self.max_turns, self.step, self.seed = max_turns, step, seed
@@ -59,6 +59,10 @@ class EpisodeLoop:
         else:  # the instruction goes into the first user message; small models follow that better
             self.system = agent.system_prompt or ""
         self.temperature = temperature
+        #: The repeat guard (evaluation): how often a reply whose action the episode already took in answer to the
+        #: same message is sampled again, at *repeat_temperature* (0: never).
+        self.repeat_guard, self.repeat_temperature = int(repeat_guard), float(repeat_temperature)
+        self.top_p = float(agent.top_p)
         self.params = dict(
             temperature=temperature,
             top_p=float(agent.top_p) if temperature > 0 else 1.0,
@@ -113,11 +117,15 @@ class EpisodeLoop:
         return _derive(self.seed, self.step, *parts)
 
     async def generate(self, prompt: list[int], *, max_new_tokens: int, seed: int | None, order: int,
-                       cache_key: str | None = None, stop_strings: tuple[str, ...] | None = None) -> GenerationResult:
-        """One reply to *prompt* through the shared batcher, with the rollout's sampling settings."""
+                       cache_key: str | None = None, stop_strings: tuple[str, ...] | None = None,
+                       temperature: float | None = None) -> GenerationResult:
+        """One reply to *prompt* through the shared batcher, with the rollout's sampling settings (*temperature*
+        in place of the rollout's, if given)."""
         params = {**self.params, "max_new_tokens": max_new_tokens}
         if stop_strings is not None:
             params["stop_strings"] = stop_strings
+        if temperature is not None:
+            params.update(temperature=temperature, top_p=self.top_p if temperature > 0 else 1.0)
         request = GenerationRequest(prompt, SamplingParams(**params, seed=seed), cache_key=cache_key)
         return await self.batcher.generate(request, order=order)
 
@@ -143,6 +151,8 @@ class EpisodeLoop:
                             context=self.context_policy)
         budget, context, reserve, generated_budget = self.budget, self.context, self.reserve, self.generated_budget
         seq = actions = generated = 0
+        #: For the repeat guard: each message's text -> the actions taken in answer to it.
+        taken: dict[str, set[str]] = {}
         # Attempt 1 samples with the seeds episodes always had; later attempts with their own.
         extra = () if traj.attempt == 1 else (traj.attempt,)
         traj.end_reason = "max_turns"
@@ -158,10 +168,17 @@ class EpisodeLoop:
                 traj.end_reason = bound
                 break
             limit = self.params["max_new_tokens"] if kind == ACTION else strategy.reply_tokens(kind)
+            seed_parts = (task.index, len(traj.turns), *extra)
             result = await self.generate(prompt, max_new_tokens=min(limit, room), order=task.index,
-                                         seed=self.derive_seed(task.index, len(traj.turns), *extra),
-                                         cache_key=traj.episode_id)
+                                         seed=self.derive_seed(*seed_parts), cache_key=traj.episode_id)
+            resampled = 0
+            if self.repeat_guard and kind == ACTION:
+                result, resampled = await self._unrepeat(result, taken.setdefault(text, set()), prompt, seed_parts,
+                                                         max_new_tokens=min(limit, room), order=task.index,
+                                                         cache_key=traj.episode_id)
             turn = ep.add_reply(result, spans)
+            if resampled:
+                turn.resampled = resampled
             generated += len(result.token_ids)
             if kind != ACTION:  # the strategy's own reply (a plan): kept in the episode, not sent to the env
                 turn.kind = kind
@@ -173,6 +190,8 @@ class EpisodeLoop:
                 actions += 1
                 action, error = parse_action(ep.contents[-1], self.format)
                 turn.action, turn.parse_error = action, error
+                if self.repeat_guard and action is not None:
+                    taken[text].add(action)
                 if error is not None:
                     obs, reward, done = parse_error_observation(error, self.format), 0.0, False
                     info = {"parse_error": True}
@@ -203,6 +222,21 @@ class EpisodeLoop:
         else:
             ep.close_reply()
         return ep
+
+    async def _unrepeat(self, result: GenerationResult, seen: set[str], prompt: list[int], seed_parts: tuple,
+                        **kw: Any) -> tuple[GenerationResult, int]:
+        """The repeat guard: while *result*'s action is one of *seen* (taken before in answer to the same message,
+        so greedy decoding would go round the same loop), sample the reply again at the guard's temperature with
+        a seed of its own, at most ``repeat_guard`` times; returns the reply kept and how many were set aside."""
+        tries = 0
+        while tries < self.repeat_guard:
+            action, error = parse_action(self.chat.split_reply(result.token_ids)[0], self.format)
+            if error is not None or action not in seen:
+                break
+            tries += 1
+            result = await self.generate(prompt, seed=self.derive_seed(*seed_parts, "repeat", tries),
+                                         temperature=self.repeat_temperature, **kw)
+        return result, tries
 
     async def _close(self, session: str | None) -> None:
         if session is None:

@@ -41,6 +41,8 @@ async def rollout(
     dump_path: str | os.PathLike | None = None,
     stats: dict[str, Any] | None = None,
     progress: Callable[[int, int], None] | None = None,
+    repeat_guard: int = 0,
+    repeat_temperature: float = 1.0,
 ) -> list[Trajectory]:
     """Play each ``(task_id, group_id)`` in *tasks* with *parts*; trajectories come back in task order.
 
@@ -49,7 +51,9 @@ async def rollout(
     overrides the agent's (evaluation: 0.0, greedy); *seed* (default: the agent settings' seed)
     makes sampling reproducible: each episode and turn gets its own derived seed. *dump_path*
     writes the episodes as JSONL; *stats*, if given, receives timing figures; *progress* is
-    called with ``(tasks finished, tasks)`` as each task's last attempt ends.
+    called with ``(tasks finished, tasks)`` as each task's last attempt ends. *repeat_guard* (evaluation's
+    ``eval.repeat_guard``): a reply whose action the episode already took in answer to the same message is sampled
+    again at *repeat_temperature*, up to that many times (:meth:`EpisodeLoop._unrepeat`).
     """
     if parts.engine is None:
         raise AgentGymError("rollout needs an engine: parts.load_engine(model) (or assemble(..., model=...)) first")
@@ -61,7 +65,8 @@ async def rollout(
     unfinished = [len(tasks)]  # tasks not over yet; in lockstep, min(this, concurrency) are in flight
     lockstep = (lambda: min(unfinished[0], concurrency)) if agent.lockstep else None
     batcher = GenerationBatcher(parts.engine, lockstep=lockstep)
-    episodes = EpisodeLoop(parts, batcher, max_turns=max_turns, step=step, temperature=temp, seed=seed)
+    episodes = EpisodeLoop(parts, batcher, max_turns=max_turns, step=step, temperature=temp, seed=seed,
+                           repeat_guard=repeat_guard, repeat_temperature=repeat_temperature)
     limit = asyncio.Semaphore(concurrency)
     loop = asyncio.get_running_loop()
     started = loop.time()

@@ -51,6 +51,9 @@ class Turn:
     #: The version of the policy's weights that sampled this reply (asynchronous training: the number of
     #: updates before them); None in a synchronous run, where it is the step's own.
     version: Optional[int] = None
+    #: Greedy replies the repeat guard set aside before this one (``eval.repeat_guard``: each repeated an action
+    #: the episode had already taken in answer to the same message); None where the guard did not act.
+    resampled: Optional[int] = None
 
 
 @dataclass
@@ -107,7 +110,7 @@ class Trajectory:
     def to_dict(self) -> dict[str, Any]:
         data = asdict(self)
         for turn in data["turns"]:  # written only where it says something (files stay as they were)
-            for key in ("context", "version"):
+            for key in ("context", "version", "resampled"):
                 if turn.get(key) is None:
                     turn.pop(key, None)
         if data.get("transcript") is None:
