@@ -31,9 +31,9 @@ from .world import RETURN_DAYS, IdPool, expired_card, make_order, new_address, p
 ALLOWED = ("order_status", "cancel", "return", "exchange", "change_address", "change_items", "change_payment",
            "change_profile", "product_search")
 WRITES = ("cancel", "return", "exchange", "change_address", "change_items", "change_payment", "change_profile")
-#: What a ``forbidden`` request asks for, which the policy does not allow.
 #: A new option left to the store (:func:`exchange_left`) is chosen among at least this many in stock.
 MIN_CHOICES = 4
+#: What a ``forbidden`` request asks for, which the policy does not allow.
 FORBIDDEN_KINDS = ("cancel_shipped", "return_late", "return_final_sale", "refund_elsewhere", "address_shipped",
                    "exchange_other_product")
 
