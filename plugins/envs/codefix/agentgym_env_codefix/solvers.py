@@ -19,7 +19,8 @@ def scripted_actions(task: Task) -> list[str]:
     # The mutated span may have collapsed several lines into one: replace that one line.
     last = m.line + m.replacement.count("\n")
     span = f"{m.line}" if last == m.line else f"{m.line}-{last}"
-    return ["run", f"edit {span}\n" + "\n".join(original), "run", "submit"]
+    # Without the lines' trailing spaces (insignificant in Python): a reply ends without whitespace.
+    return ["run", f"edit {span}\n" + "\n".join(line.rstrip() for line in original), "run", "submit"]
 
 
 def random_actions(task: Task, rng: random.Random, turns: int = 4) -> list[str]:

@@ -148,3 +148,14 @@ def test_random_agent_runs_without_crashing(env):
         for action in random_actions(env.task, rng):
             obs, reward, done, info = env.step(action)
         assert done and 0.0 <= reward <= 1.0
+
+
+def test_every_scripted_action_can_be_written_as_a_reply():
+    """The scripted solver's actions are the sft demonstrations (``agentgym demos codefix --expert scripted``): each must
+    be a reply a model can write in the env's free format. A source line with trailing spaces made the edit end in
+    whitespace, and recording the demonstrations stopped with "cannot be written as a free reply" (2026-12-07)."""
+    from agentgym_core.conversation import reply_text
+
+    for task in tasks():
+        for action in scripted_actions(task):
+            assert reply_text(action, "free") == action
