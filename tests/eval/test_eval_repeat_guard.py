@@ -40,7 +40,8 @@ class Room(BaseEnv):
 def engine(hf_tokenizer):
     from agentgym_hf.loading import tiny_random_model
 
-    return HFEngine(tiny_random_model(hf_tokenizer, seed=7), hf_tokenizer)
+    # fp32 on every CPU: the greedy loop below must be the same where "auto" would be bf16 and where not
+    return HFEngine(tiny_random_model(hf_tokenizer, seed=7), hf_tokenizer, dtype="fp32")
 
 
 def play(engine, guard: int, **kw) -> Trajectory:
