@@ -195,9 +195,16 @@ class EnvCoreKeys:
     max_sessions: int = 1024
     #: Seconds an idle session lives on a launched server before it is closed (0: forever).
     ttl: float = 600.0
+    #: Seconds added to every reset and step answer (mean), as a remote env's would take: timing only,
+    #: the envs' answers are the same (:mod:`agentgym_core.env.latency`). 0: as fast as the env is.
+    latency_s: float = 0.0
+    #: Shape of the added delay: 0 every answer takes ``latency_s``; else log-normal with that mean.
+    latency_sigma: float = 0.0
 
     def __post_init__(self) -> None:
         check_range("env.servers", self.servers, ge=1)
+        check_range("env.latency_s", self.latency_s, ge=0, note="seconds; 0: none added")
+        check_range("env.latency_sigma", self.latency_sigma, ge=0, note="0: every answer takes env.latency_s")
         check_range("env.timeout", self.timeout, gt=0, note="seconds")
         check_range("env.unavailable_after", self.unavailable_after, gt=0, note="seconds")
         check_range("env.max_sessions", self.max_sessions, ge=1, note="sessions per server")

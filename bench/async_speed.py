@@ -7,8 +7,9 @@ Each mode is one ``agentgym train`` in a subprocess (``run.output_dir`` a tempor
 off, after on ``--eval-tasks`` held-out tasks): ``sync`` is ``trainer.max_staleness=0`` with torch's
 threads at ``--threads``; ``pipelined:K`` and ``async:K`` run the rollout worker with ``--threads``
 split between the two sides (``trainer.rollout_threads`` for the worker, the rest for the trainer;
-on 2 cores a thread each). Printed: the wall time of the training steps (metrics' step times summed)
-and of the whole command, the speed-up against the first mode, the trainer's and the worker's idle
+on 2 cores a thread each; ``--rollout-threads`` / ``--trainer-threads`` set them). ``env.latency_s=S``
+(an override) makes every env answer arrive S seconds later, as a remote env's would. Printed: the wall
+time of the training steps (metrics' step times summed) and of the whole command, the speed-up against the first mode, the trainer's and the worker's idle
 shares, staleness, weight-sync seconds, and held-out success after. The last line is one JSON object.
 """
 from __future__ import annotations
@@ -23,14 +24,16 @@ import time
 from pathlib import Path
 
 
-def run_mode(mode: str, configs: list[str], overrides: list[str], out: Path, eval_tasks: int, threads: int) -> dict:
+def run_mode(mode: str, configs: list[str], overrides: list[str], out: Path, eval_tasks: int, threads: int,
+             rollout_threads: int | None = None, trainer_threads: int | None = None) -> dict:
     name, _, k = mode.partition(":")
     if name not in ("sync", "pipelined", "async"):
         raise SystemExit(f"--modes: {mode!r} is not sync, pipelined:K or async:K")
+    rollout_threads = rollout_threads or max(1, threads // 2)
     extra = ["trainer.max_staleness=0"] if name == "sync" else [
         f"trainer.max_staleness={int(k or 1)}", f"trainer.async_mode={name}",
-        f"trainer.rollout_threads={max(1, threads // 2)}"]
-    trainer_threads = threads if name == "sync" else max(1, threads - threads // 2)
+        f"trainer.rollout_threads={rollout_threads}"]
+    trainer_threads = threads if name == "sync" else (trainer_threads or max(1, threads - rollout_threads))
     env = dict(os.environ, OMP_NUM_THREADS=str(trainer_threads))
     label = mode.replace(":", "-k")
     cmd = [sys.executable, "-m", "agentgym_core.cli.main", "train"]
@@ -70,16 +73,24 @@ def main() -> None:
     ap.add_argument("--modes", default="sync,pipelined:1,async:2")
     ap.add_argument("--eval-tasks", type=int, default=64, help="held-out tasks evaluated after training (0: none)")
     ap.add_argument("--threads", type=int, default=os.cpu_count() or 2, help="torch threads in all (default: the cores)")
+    ap.add_argument("--rollout-threads", type=int, default=None,
+                    help="the asynchronous modes' rollout worker's torch threads (default: half of --threads)")
+    ap.add_argument("--trainer-threads", type=int, default=None,
+                    help="the asynchronous modes' trainer's torch threads (default: --threads less the worker's); "
+                         "where the env's waits leave the worker idle, --threads for both lets the trainer use every core")
     ap.add_argument("--json", default=None)
     args = ap.parse_args()
     out = Path(tempfile.mkdtemp(prefix="async-speed-"))
     load = os.getloadavg()[0]
     results = []
     for mode in args.modes.split(","):
-        results.append(run_mode(mode.strip(), args.config, args.overrides, out, args.eval_tasks, args.threads))
+        results.append(run_mode(mode.strip(), args.config, args.overrides, out, args.eval_tasks, args.threads,
+                                args.rollout_threads, args.trainer_threads))
         print(f"# {mode}: {results[-1]['train_s']:.0f} s of steps", file=sys.stderr, flush=True)
     base = results[0]["train_s"]
-    print(f"# {' '.join(args.config)} {' '.join(args.overrides)}; {args.threads} threads; load {load:.1f} -> "
+    split = f"asynchronous: rollout {args.rollout_threads or max(1, args.threads // 2)}, trainer " \
+            f"{args.trainer_threads or max(1, args.threads - (args.rollout_threads or max(1, args.threads // 2)))}"
+    print(f"# {' '.join(args.config)} {' '.join(args.overrides)}; {args.threads} threads ({split}); load {load:.1f} -> "
           f"{os.getloadavg()[0]:.1f}; runs in {out}")
     print("| mode | steps | episodes | steps s | command s | speed-up | trainer idle | rollout idle | staleness mean / max "
           "| dropped | weight sync s | held-out success after |")

@@ -203,6 +203,15 @@ def open_env_pool(env_cfg: Any, manager: Any = None, local: bool = False) -> Env
     or ``env.servers`` freshly launched ones, which ``await pool.aclose()`` stops.
     """
     core, options = split_env_config(env_cfg, manager)
+    pool = _open_pool(core, options, manager, local)
+    if core["latency_s"] > 0:
+        from .latency import LatencyPool
+
+        pool = LatencyPool(pool, core["latency_s"], core["latency_sigma"])
+    return pool
+
+
+def _open_pool(core: dict[str, Any], options: dict[str, Any], manager: Any, local: bool) -> EnvPool:
     name = core["name"]
     if local:
         from .host import resolve_env  # light start-up: the server stack loads only for envs in this process

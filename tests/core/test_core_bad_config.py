@@ -67,6 +67,8 @@ def test_bad_config_one_clear_error(run_cli, tmp_path, yaml_text, overrides, exp
         ("env.ttl=-1", "env.ttl must be >= 0 (seconds; 0: sessions never expire), got -1.0"),
         ("env.timeout=0", "env.timeout must be > 0 (seconds), got 0.0"),
         ("env.unavailable_after=nan", "env.unavailable_after must be > 0 (seconds), got nan"),
+        ("env.latency_s=-1", "env.latency_s must be >= 0 (seconds; 0: none added), got -1.0"),
+        ("env.latency_sigma=-0.5", "env.latency_sigma must be >= 0 (0: every answer takes env.latency_s), got -0.5"),
         ("engine.gpu_memory_utilization=1.5", "engine.gpu_memory_utilization must be in (0, 1], got 1.5"),
         ("engine.gpu_memory_utilization=0", "engine.gpu_memory_utilization must be in (0, 1], got 0.0"),
         ("engine.tensor_parallel_size=0", "engine.tensor_parallel_size must be >= 1 (GPUs), got 0"),
