@@ -9,8 +9,9 @@ threads at ``--threads``; ``pipelined:K`` and ``async:K`` run the rollout worker
 split between the two sides (``trainer.rollout_threads`` for the worker, the rest for the trainer;
 on 2 cores a thread each; ``--rollout-threads`` / ``--trainer-threads`` set them). ``env.latency_s=S``
 (an override) makes every env answer arrive S seconds later, as a remote env's would. Printed: the wall
-time of the training steps (metrics' step times summed) and of the whole command, the speed-up against the first mode, the trainer's and the worker's idle
-shares, staleness, weight-sync seconds, and held-out success after. The last line is one JSON object.
+time of the training steps (metrics' step times summed) and of the whole command, the speed-up against
+the first mode, the trainer's and the worker's idle shares, staleness, weight-sync seconds, and held-out
+success after. The last line is one JSON object.
 """
 from __future__ import annotations
 
@@ -25,15 +26,15 @@ from pathlib import Path
 
 
 def run_mode(mode: str, configs: list[str], overrides: list[str], out: Path, eval_tasks: int, threads: int,
-             rollout_threads: int | None = None, trainer_threads: int | None = None) -> dict:
+             rollout_threads: int, trainer_threads: int) -> dict:
+    """*threads* for ``sync``; *rollout_threads* and *trainer_threads* for the two sides of the others."""
     name, _, k = mode.partition(":")
     if name not in ("sync", "pipelined", "async"):
         raise SystemExit(f"--modes: {mode!r} is not sync, pipelined:K or async:K")
-    rollout_threads = rollout_threads or max(1, threads // 2)
     extra = ["trainer.max_staleness=0"] if name == "sync" else [
         f"trainer.max_staleness={int(k or 1)}", f"trainer.async_mode={name}",
         f"trainer.rollout_threads={rollout_threads}"]
-    trainer_threads = threads if name == "sync" else (trainer_threads or max(1, threads - rollout_threads))
+    trainer_threads = threads if name == "sync" else trainer_threads
     env = dict(os.environ, OMP_NUM_THREADS=str(trainer_threads))
     label = mode.replace(":", "-k")
     cmd = [sys.executable, "-m", "agentgym_core.cli.main", "train"]
@@ -80,16 +81,17 @@ def main() -> None:
                          "where the env's waits leave the worker idle, --threads for both lets the trainer use every core")
     ap.add_argument("--json", default=None)
     args = ap.parse_args()
+    rollout_threads = args.rollout_threads or max(1, args.threads // 2)
+    trainer_threads = args.trainer_threads or max(1, args.threads - rollout_threads)
     out = Path(tempfile.mkdtemp(prefix="async-speed-"))
     load = os.getloadavg()[0]
     results = []
     for mode in args.modes.split(","):
         results.append(run_mode(mode.strip(), args.config, args.overrides, out, args.eval_tasks, args.threads,
-                                args.rollout_threads, args.trainer_threads))
+                                rollout_threads, trainer_threads))
         print(f"# {mode}: {results[-1]['train_s']:.0f} s of steps", file=sys.stderr, flush=True)
     base = results[0]["train_s"]
-    split = f"asynchronous: rollout {args.rollout_threads or max(1, args.threads // 2)}, trainer " \
-            f"{args.trainer_threads or max(1, args.threads - (args.rollout_threads or max(1, args.threads // 2)))}"
+    split = f"asynchronous: rollout {rollout_threads}, trainer {trainer_threads}"
     print(f"# {' '.join(args.config)} {' '.join(args.overrides)}; {args.threads} threads ({split}); load {load:.1f} -> "
           f"{os.getloadavg()[0]:.1f}; runs in {out}")
     print("| mode | steps | episodes | steps s | command s | speed-up | trainer idle | rollout idle | staleness mean / max "
