@@ -13,6 +13,7 @@ from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any, Callable, Optional
 
 from .registry import ESTIMATORS, estimator
+from .sampling import TOLERANCE
 
 if TYPE_CHECKING:
     import torch
@@ -151,6 +152,12 @@ def _group_estimate(batch: Batch, opt: EstimatorOptions, baseline: Callable[[tor
     ``episode`` credit: one return per episode (the sum of its rewards), compared within the group.
     ``turn`` credit: turn k's return compared with the returns at turn k of the group's episodes that
     reached it (a turn index that only one of them reached has no baseline: 0).
+
+    Returns that differ by no more than :data:`.sampling.TOLERANCE` are equal (what dynamic sampling
+    and the no-signal warning count): their advantage is exactly 0. In float32 a group of eight -0.3
+    returns would otherwise get (x - mean) / (std + eps) = -0.029 on every token (the mean is off by an
+    ulp, and so is the std), a push on all the group's tokens that also kept its rows from being
+    skipped. The baseline itself is computed in float64.
     """
     import torch
 
@@ -167,8 +174,12 @@ def _group_estimate(batch: Batch, opt: EstimatorOptions, baseline: Callable[[tor
             n = int(idx.sum())
             if n == 0 or (n == 1 and not single):
                 continue
-            adv[idx, k] = values[idx, k] if single else baseline(values[idx, k])
             compared[idx, k] = True
+            group = values[idx, k]
+            if single:
+                adv[idx, k] = group
+            elif float(group.max() - group.min()) > TOLERANCE:  # (equal returns: advantage 0, exactly)
+                adv[idx, k] = baseline(group.double()).to(adv.dtype)
     if opt.credit != "turn":
         return _broadcast(adv[:, 0], batch), _broadcast(compared[:, 0].float(), batch)
     ids = batch.turn_ids.clamp(min=0)

@@ -141,6 +141,34 @@ def test_all_equal_group_gets_zero(name, credit):
     assert adv.abs().max() == 0
 
 
+
+# A format penalty of -0.3 is not a float32 number: eight equal -0.3 returns have a float32 mean an ulp
+# off, and (x - mean) / (std + eps) gave -0.029 on every token (the quickstart's first steps).
+PENALISED = [[-0.3], [0.0, -0.3], [-0.3, 0.0], [0.7, -1.0], [-0.1, -0.1, -0.1], [-0.3], [0.0, 0.0, -0.3], [-0.3]]
+
+
+@pytest.mark.parametrize("name", ["grpo", "dr_grpo", "rloo", "reinforce_pp_baseline"])
+@pytest.mark.parametrize("credit", ["episode", "turn"])
+def test_returns_equal_but_for_rounding_get_exactly_zero(name, credit):
+    """Eight episodes whose returns are -0.3, summed from other rewards on other turns: no signal, so
+    every advantage is 0 exactly (what dynamic sampling and the no-signal warning say of the group)."""
+    rewards = PENALISED if credit == "episode" else [[-0.3]] * 8
+    if credit == "episode":
+        assert len({sum(r) for r in rewards}) > 1, "the sums should differ in their last bits"
+    adv, _ = ALGORITHMS[name].estimate(build_batch([episode(r) for r in rewards]),
+                                       EstimatorOptions(credit=credit, whiten=False))
+    assert adv.abs().max() == 0
+
+
+def test_grpo_by_hand_with_rewards_that_are_not_float32_numbers():
+    """Seven -0.3 and one 0.7 (float64 by hand): the float64 baseline is within float32's rounding of it."""
+    rewards = [[-0.3]] * 7 + [[1.0, -0.3]]
+    adv, _ = grpo(build_batch([episode(r) for r in rewards]), EstimatorOptions())
+    expected = unbiased_z([-0.3] * 7 + [0.7])  # -0.3536 and 2.4749
+    for row, want in enumerate(expected):
+        assert at(adv, row, 0) == pytest.approx(want, abs=1e-6)
+
+
 # -- turn credit --------------------------------------------------------------------------------------
 def test_turn_returns_by_hand():
     """G_k = sum_{j >= k} gamma^(j - k) r_j over the turns (observation tokens are no discount steps)."""

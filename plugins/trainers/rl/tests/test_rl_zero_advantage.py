@@ -98,6 +98,18 @@ def test_a_step_without_advantage_runs_nothing_and_steps_as_zero_gradients_would
     assert moved > 1e-4, "the optimizer did not step on the zero-advantage batch"
 
 
+
+def test_a_group_of_equal_penalties_skips_though_its_float32_mean_is_an_ulp_off():
+    """Eight -0.3 returns (a format penalty each) have nothing to learn: their rows skip, and the step's
+    weights are those of running every row. Before the estimator treated equal returns as equal, their
+    advantage was -0.029 on every token and they ran."""
+    batch = group(0, [-0.3] * 8, 8) + group(1, [0.0, 1.0, 0.0], 9)
+    _, m_skip, w_skip = steps(True, [batch], grad_accum=2)
+    _, m_full, w_full = steps(False, [batch], grad_accum=2)
+    assert m_skip[0]["skipped_rows"] == 8 and m_full[0]["skipped_rows"] == 0
+    assert_same(w_skip[0], w_full[0])
+
+
 @pytest.mark.parametrize("grad_accum,rows,micros", [(2, 3, 1), (1, 3, 0)])
 def test_only_the_rows_without_advantage_skip(grad_accum, rows, micros):
     """Group 1 has no signal. With 2 micro-batches (a group each: groups stay together) one is skipped whole;
