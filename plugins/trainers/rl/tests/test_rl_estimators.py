@@ -141,7 +141,6 @@ def test_all_equal_group_gets_zero(name, credit):
     assert adv.abs().max() == 0
 
 
-
 # A format penalty of -0.3 is not a float32 number: eight equal -0.3 returns have a float32 mean an ulp
 # off, and (x - mean) / (std + eps) gave -0.029 on every token (the quickstart's first steps).
 PENALISED = [[-0.3], [0.0, -0.3], [-0.3, 0.0], [0.7, -1.0], [-0.1, -0.1, -0.1], [-0.3], [0.0, 0.0, -0.3], [-0.3]]

@@ -98,7 +98,6 @@ def test_a_step_without_advantage_runs_nothing_and_steps_as_zero_gradients_would
     assert moved > 1e-4, "the optimizer did not step on the zero-advantage batch"
 
 
-
 def test_a_group_of_equal_penalties_skips_though_its_float32_mean_is_an_ulp_off():
     """Eight -0.3 returns (a format penalty each) have nothing to learn: their rows skip, and the step's
     weights are those of running every row. Before the estimator treated equal returns as equal, their
